@@ -1,0 +1,79 @@
+"""icefloe: Apache Iceberg tables from Python, with Apache Spark pipelines.
+
+The public API::
+
+    import icefloe
+    cat = icefloe.load_catalog("prod", uri="sqlite:///catalog.db", warehouse="file:///wh")
+    t = cat.create_table("sales.orders", schema=arrow_schema, partition_by=["day(ts)"])
+    t.append(arrow_table)
+    t.scan(row_filter="id >= 10", selected_fields=("id", "ts")).to_arrow()
+"""
+
+from icefloe.catalog import Catalog, load_catalog
+from icefloe.errors import (
+    AlreadyExistsError,
+    CommitError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ConfigError,
+    ExpressionError,
+    FileIOError,
+    IcefloeError,
+    InvalidMetadataError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    NotFoundError,
+    PartitionSpecError,
+    SchemaError,
+    SchemaMismatchError,
+    SortOrderError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from icefloe.expressions import parse as parse_filter
+from icefloe.spec.partition import PartitionField, PartitionSpec
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import NestedField
+from icefloe.table import DataScan, Table, Transaction
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyExistsError",
+    "Catalog",
+    "CommitError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "ConfigError",
+    "DataScan",
+    "ExpressionError",
+    "FileIOError",
+    "IcefloeError",
+    "InvalidMetadataError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NestedField",
+    "NoSuchNamespaceError",
+    "NoSuchSnapshotError",
+    "NoSuchTableError",
+    "NotFoundError",
+    "PartitionField",
+    "PartitionSpec",
+    "PartitionSpecError",
+    "Schema",
+    "SchemaError",
+    "SchemaMismatchError",
+    "SortOrderError",
+    "Table",
+    "TableAlreadyExistsError",
+    "Transaction",
+    "UnsupportedFeatureError",
+    "ValidationError",
+    "__version__",
+    "load_catalog",
+    "parse_filter",
+]

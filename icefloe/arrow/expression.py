@@ -1,0 +1,152 @@
+"""Iceberg filters as pyarrow compute expressions, for filtering rows while reading.
+
+The expression refers to columns by name path in the Arrow table built for the schema
+(``pc.field("a")``, nested ``pc.field("s", "a")``), with literals as Arrow scalars of the
+column's Arrow type. Every predicate is made two-valued the way Iceberg evaluates rows (see
+:mod:`icefloe.expressions._base`): comparisons, ``=``, ``in`` and starts-with are false on null,
+so ``!=``, ``not in`` and not-starts-with are true on null; NaN compares false except ``!=``; NOT is
+pushed into the predicates first. Arrow's own three-valued logic would otherwise drop rows that
+Iceberg keeps (``x != 5`` with x null).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.arrow.schema import primitive_to_arrow
+from icefloe.errors import ExpressionError
+from icefloe.expressions import BooleanExpression, BoundReference, bind
+from icefloe.expressions.visitors import BoundExpressionVisitor, rewrite_not, visit
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import IcebergType, PrimitiveType, StructType, UUIDType
+
+__all__ = ["to_arrow_expression"]
+
+_FALSE = pa.scalar(False)
+_TRUE = pa.scalar(True)
+
+
+def _name_path(struct: StructType, field_id: int) -> tuple[str, ...] | None:
+    for f in struct.fields:
+        if f.field_id == field_id:
+            return (f.name,)
+        if isinstance(f.field_type, StructType):
+            sub = _name_path(f.field_type, field_id)
+            if sub is not None:
+                return (f.name, *sub)
+    return None
+
+
+def _arrow_type(t: IcebergType) -> pa.DataType:
+    if isinstance(t, UUIDType):
+        # Compute kernels do not accept the uuid extension type; compare its 16-byte storage.
+        return pa.binary(16)
+    assert isinstance(t, PrimitiveType)
+    return primitive_to_arrow(t)
+
+
+def _arrow_value(t: IcebergType, value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    return value
+
+
+class _ToArrow(BoundExpressionVisitor[pc.Expression]):
+    def __init__(self, schema: Schema) -> None:
+        self._struct = schema.as_struct()
+
+    def _field(self, ref: BoundReference) -> pc.Expression:
+        path = _name_path(self._struct, ref.field_id)
+        if path is None:
+            raise ExpressionError(
+                f"column {ref.name!r} (field id {ref.field_id}) is not a struct path in the schema",
+                column=ref.name,
+            )
+        expr = pc.field(*path)
+        if isinstance(ref.field_type, UUIDType):
+            expr = expr.cast(pa.binary(16))
+        return expr
+
+    def _scalar(self, ref: BoundReference, value: Any) -> pa.Scalar:
+        return pa.scalar(_arrow_value(ref.field_type, value), type=_arrow_type(ref.field_type))
+
+    def _value_set(self, ref: BoundReference, values: frozenset[Any]) -> pa.Array:
+        t = ref.field_type
+        return pa.array([_arrow_value(t, v) for v in values], type=_arrow_type(t))
+
+    # A predicate that Arrow makes null on null input becomes false (or true for negations).
+    @staticmethod
+    def _false_on_null(expr: pc.Expression) -> pc.Expression:
+        return pc.coalesce(expr, _FALSE)
+
+    @staticmethod
+    def _true_on_null(expr: pc.Expression) -> pc.Expression:
+        return pc.coalesce(expr, _TRUE)
+
+    def visit_true(self) -> pc.Expression:
+        return pc.scalar(True)
+
+    def visit_false(self) -> pc.Expression:
+        return pc.scalar(False)
+
+    def visit_not(self, child_result: pc.Expression) -> pc.Expression:
+        return ~child_result
+
+    def visit_and(self, left_result: pc.Expression, right_result: pc.Expression) -> pc.Expression:
+        return left_result & right_result
+
+    def visit_or(self, left_result: pc.Expression, right_result: pc.Expression) -> pc.Expression:
+        return left_result | right_result
+
+    def visit_is_null(self, ref: BoundReference) -> pc.Expression:
+        return self._field(ref).is_null()
+
+    def visit_not_null(self, ref: BoundReference) -> pc.Expression:
+        return self._field(ref).is_valid()
+
+    def visit_is_nan(self, ref: BoundReference) -> pc.Expression:
+        return self._false_on_null(pc.is_nan(self._field(ref)))
+
+    def visit_not_nan(self, ref: BoundReference) -> pc.Expression:
+        return ~self._false_on_null(pc.is_nan(self._field(ref)))
+
+    def visit_less_than(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(self._field(ref) < self._scalar(ref, literal))
+
+    def visit_less_than_or_equal(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(self._field(ref) <= self._scalar(ref, literal))
+
+    def visit_greater_than(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(self._field(ref) > self._scalar(ref, literal))
+
+    def visit_greater_than_or_equal(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(self._field(ref) >= self._scalar(ref, literal))
+
+    def visit_equal(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(self._field(ref) == self._scalar(ref, literal))
+
+    def visit_not_equal(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._true_on_null(self._field(ref) != self._scalar(ref, literal))
+
+    def visit_in(self, ref: BoundReference, literals: frozenset[Any]) -> pc.Expression:
+        return self._false_on_null(pc.is_in(self._field(ref), value_set=self._value_set(ref, literals)))
+
+    def visit_not_in(self, ref: BoundReference, literals: frozenset[Any]) -> pc.Expression:
+        return ~self.visit_in(ref, literals)
+
+    def visit_starts_with(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return self._false_on_null(pc.starts_with(self._field(ref), pattern=literal))
+
+    def visit_not_starts_with(self, ref: BoundReference, literal: Any) -> pc.Expression:
+        return ~self.visit_starts_with(ref, literal)
+
+
+def to_arrow_expression(expr: BooleanExpression, schema: Schema) -> pc.Expression:
+    """``expr`` (bound to ``schema``, or unbound and bound here) as a pyarrow compute expression
+    over the Arrow table that :func:`icefloe.arrow.schema.schema_to_arrow` describes for
+    ``schema``. Keep the rows where it is true."""
+    return visit(rewrite_not(bind(schema, expr)), _ToArrow(schema))

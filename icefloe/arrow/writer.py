@@ -1,0 +1,346 @@
+"""Writing Arrow data as Iceberg Parquet data files.
+
+::
+
+    input (Table | RecordBatch | RecordBatchReader | iterable of batches)
+      -> check the Arrow schema against the table schema (by name; before any file is written)
+      -> per batch: conform to the table's Arrow layout (casts, nulls in required fields)
+      -> partition (vectorized transforms; one group per distinct partition tuple)
+      -> buffer per partition up to a row group, write it with ParquetWriter
+      -> roll to a new file when the bytes written reach write.target-file-size-bytes
+      -> DataFile per file: metrics, split offsets, real size, partition tuple
+
+Memory stays bounded by the row-group buffers: each open partition buffers at most one row group,
+and when all buffers together exceed twice the row-group size the largest is flushed.
+
+Table properties used (Java's names and defaults): ``write.data.path`` (``<location>/data``),
+``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes`` (128 MiB),
+``write.parquet.page-size-bytes`` (1 MiB), ``write.parquet.compression-codec`` (zstd),
+``write.parquet.compression-level``, and the metrics modes of :mod:`icefloe.arrow.metrics`.
+
+File names follow Java: ``<data path>/<partition path>/00000-<task>-<write uuid>-<nnnnn>.parquet``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid as uuid_mod
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe.arrow.conform import check_arrow_schema, conform_batch
+from icefloe.arrow.metrics import MetricsCollector, MetricsConfig
+from icefloe.arrow.partitioning import partition_batch
+from icefloe.arrow.schema import schema_to_arrow
+from icefloe.errors import ConfigError, IcefloeError, ValidationError
+from icefloe.io import FileIO
+from icefloe.manifest import DataFile, DataFileContent, FileFormat
+from icefloe.spec.partition import PartitionSpec
+from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata
+
+__all__ = ["ArrowData", "write_data_files"]
+
+ArrowData: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+
+TARGET_FILE_SIZE_PROP = "write.target-file-size-bytes"
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+ROW_GROUP_SIZE_PROP = "write.parquet.row-group-size-bytes"
+DEFAULT_ROW_GROUP_SIZE = 128 * 1024 * 1024
+PAGE_SIZE_PROP = "write.parquet.page-size-bytes"
+DEFAULT_PAGE_SIZE = 1024 * 1024
+COMPRESSION_PROP = "write.parquet.compression-codec"
+COMPRESSION_LEVEL_PROP = "write.parquet.compression-level"
+DATA_PATH_PROP = "write.data.path"
+
+_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "uncompressed": "none",
+    "none": "none",
+}
+
+
+@dataclass(frozen=True)
+class _Options:
+    data_path: str
+    target_file_size: int
+    row_group_size: int
+    page_size: int
+    compression: str
+    compression_level: int | None
+
+
+def _int_prop(props: Mapping[str, str], key: str, default: int) -> int:
+    text = props.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"table property {key} must be an integer, got {text!r}") from None
+    if value <= 0:
+        raise ConfigError(f"table property {key} must be positive, got {value}")
+    return value
+
+
+def _options(metadata: TableMetadata, target_file_size_bytes: int | None) -> _Options:
+    props = metadata.properties
+    codec_text = props.get(COMPRESSION_PROP, "zstd").lower()
+    codec = _CODECS.get(codec_text)
+    if codec is None:
+        raise ConfigError(
+            f"unsupported Parquet compression codec {codec_text!r}",
+            hint=f"use one of {', '.join(sorted(_CODECS))}",
+        )
+    level_text = props.get(COMPRESSION_LEVEL_PROP)
+    level = None
+    if level_text is not None:
+        try:
+            level = int(level_text)
+        except ValueError:
+            raise ConfigError(f"{COMPRESSION_LEVEL_PROP} must be an integer, got {level_text!r}") from None
+    data_path = props.get(DATA_PATH_PROP) or f"{metadata.location.rstrip('/')}/data"
+    target = (
+        target_file_size_bytes
+        if target_file_size_bytes is not None
+        else _int_prop(props, TARGET_FILE_SIZE_PROP, DEFAULT_TARGET_FILE_SIZE)
+    )
+    if target <= 0:
+        raise ValidationError(f"target_file_size_bytes must be positive, got {target}")
+    return _Options(
+        data_path=data_path.rstrip("/"),
+        target_file_size=target,
+        row_group_size=_int_prop(props, ROW_GROUP_SIZE_PROP, DEFAULT_ROW_GROUP_SIZE),
+        page_size=_int_prop(props, PAGE_SIZE_PROP, DEFAULT_PAGE_SIZE),
+        compression=codec,
+        compression_level=level,
+    )
+
+
+def _batches(data: ArrowData) -> tuple[pa.Schema | None, Iterator[pa.RecordBatch]]:
+    """The input's schema when known up front, and its batches."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    try:
+        return None, iter(data)
+    except TypeError:
+        raise ValidationError(
+            f"cannot write {type(data).__name__}",
+            hint="pass a pyarrow Table, RecordBatch, RecordBatchReader or an iterable of RecordBatches",
+        ) from None
+
+
+@dataclass
+class _OpenFile:
+    path: str
+    stream: IO[bytes]
+    sink: pa.NativeFile
+    writer: pq.ParquetWriter
+    metrics: MetricsCollector
+
+
+@dataclass
+class _PartitionState:
+    partition: tuple[Any, ...]
+    buffered: list[pa.RecordBatch] = field(default_factory=list)
+    buffered_bytes: int = 0
+    current: _OpenFile | None = None
+
+
+class _DataFileWriter:
+    """Rolling, partitioned Parquet writing for one ``write_data_files`` call."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        schema: Schema,
+        spec: PartitionSpec,
+        options: _Options,
+        write_uuid: str,
+    ) -> None:
+        self.io = io
+        self.schema = schema
+        self.spec = spec
+        self.options = options
+        self.write_uuid = write_uuid
+        self.arrow_schema = schema_to_arrow(schema)
+        sort_ids: tuple[int, ...] = ()
+        try:
+            sort_ids = tuple(f.source_id for f in metadata.sort_order().fields)
+        except (AttributeError, IcefloeError):
+            sort_ids = ()
+        self.metrics_config = MetricsConfig.from_properties(metadata.properties, schema, sort_ids)
+        self.partitions: dict[tuple[Any, ...], _PartitionState] = {}
+        self.file_count = 0
+        self.total_buffered = 0
+        self.done: list[DataFile] = []
+        self.written_paths: list[str] = []
+
+    # ------------------------------------------------------------------ input side
+    def add(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        for partition, rows in partition_batch(batch, self.schema, self.spec):
+            state = self.partitions.get(partition)
+            if state is None:
+                state = self.partitions[partition] = _PartitionState(partition)
+            state.buffered.append(rows)
+            size = rows.get_total_buffer_size() if rows.num_rows else 0
+            # Sliced batches report their parents' buffers; scale by the rows they hold.
+            size = max(1, size * rows.num_rows // max(batch.num_rows, 1))
+            state.buffered_bytes += size
+            self.total_buffered += size
+            if state.buffered_bytes >= self._flush_threshold():
+                self._flush(state)
+        while self.total_buffered > 2 * self.options.row_group_size and self.partitions:
+            largest = max(self.partitions.values(), key=lambda s: s.buffered_bytes)
+            if not largest.buffered:
+                break
+            self._flush(largest)
+
+    def _flush_threshold(self) -> int:
+        return min(self.options.row_group_size, self.options.target_file_size)
+
+    # ------------------------------------------------------------------ output side
+    def _flush(self, state: _PartitionState) -> None:
+        if not state.buffered:
+            return
+        table = pa.Table.from_batches(state.buffered, schema=self.arrow_schema)
+        self.total_buffered -= state.buffered_bytes
+        state.buffered = []
+        state.buffered_bytes = 0
+        if state.current is None:
+            state.current = self._open(state.partition)
+        f = state.current
+        f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        for b in table.to_batches():
+            f.metrics.update(b)
+        if f.sink.tell() >= self.options.target_file_size:
+            self._close(state)
+
+    def _open(self, partition: tuple[Any, ...]) -> _OpenFile:
+        self.file_count += 1
+        name = f"00000-0-{self.write_uuid}-{self.file_count:05d}.parquet"
+        if self.spec.fields:
+            path = f"{self.options.data_path}/{self.spec.partition_path(partition, self.schema)}/{name}"
+        else:
+            path = f"{self.options.data_path}/{name}"
+        stream = self.io.new_output(path).create()
+        self.written_paths.append(path)
+        sink = pa.PythonFile(stream, mode="w")
+        writer = pq.ParquetWriter(
+            sink,
+            self.arrow_schema,
+            compression=self.options.compression,
+            compression_level=self.options.compression_level,
+            data_page_size=self.options.page_size,
+            store_schema=False,
+            write_statistics=True,
+        )
+        return _OpenFile(path, stream, sink, writer, MetricsCollector(self.schema, self.metrics_config))
+
+    def _close(self, state: _PartitionState) -> None:
+        f = state.current
+        if f is None:
+            return
+        state.current = None
+        f.writer.close()
+        size = f.sink.tell()
+        parquet_meta = f.writer.writer.metadata
+        f.sink.close()
+        f.stream.close()
+        m = f.metrics.finish(parquet_meta)
+        self.done.append(
+            DataFile(
+                content=DataFileContent.DATA,
+                file_path=f.path,
+                file_format=FileFormat.PARQUET,
+                partition=state.partition,
+                record_count=m.record_count,
+                file_size_in_bytes=size,
+                column_sizes=m.column_sizes,
+                value_counts=m.value_counts,
+                null_value_counts=m.null_value_counts,
+                nan_value_counts=m.nan_value_counts,
+                lower_bounds=m.lower_bounds,
+                upper_bounds=m.upper_bounds,
+                split_offsets=tuple(m.split_offsets),
+                sort_order_id=None,
+                spec_id=self.spec.spec_id,
+            )
+        )
+
+    def finish(self) -> list[DataFile]:
+        for state in self.partitions.values():
+            self._flush(state)
+            self._close(state)
+        return self.done
+
+    def abort(self) -> None:
+        """Close and delete every file written so far (the caller never sees them)."""
+        for state in self.partitions.values():
+            f = state.current
+            if f is not None:
+                with contextlib.suppress(Exception):  # best effort on the error path
+                    f.writer.close()
+                    f.sink.close()
+                    f.stream.close()
+        for path in self.written_paths:
+            with contextlib.suppress(Exception):
+                self.io.delete(path)
+
+
+def write_data_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    data: ArrowData,
+    *,
+    spec: PartitionSpec | None = None,
+    schema: Schema | None = None,
+    target_file_size_bytes: int | None = None,
+    write_uuid: str | uuid_mod.UUID | None = None,
+) -> list[DataFile]:
+    """Write ``data`` as Parquet data files of the table and return their ``DataFile`` entries
+    (not yet committed). ``schema``/``spec`` default to the table's current ones.
+
+    The Arrow schema is checked before any file is written. Problems only the data reveals (a
+    null in a required field, a value that overflows its column) can surface in a later batch of
+    a streamed input; then the files already written are deleted before the error is raised.
+    An input without rows writes no file.
+    """
+    schema = schema if schema is not None else metadata.schema()
+    spec = spec if spec is not None else metadata.spec()
+    options = _options(metadata, target_file_size_bytes)
+    input_schema, batches = _batches(data)
+    if input_schema is not None:
+        check_arrow_schema(input_schema, schema)
+    checked: set[pa.Schema] = set() if input_schema is None else {input_schema}
+    writer = _DataFileWriter(io, metadata, schema, spec, options, str(write_uuid or uuid_mod.uuid4()))
+    try:
+        for batch in batches:
+            if not isinstance(batch, pa.RecordBatch):
+                raise ValidationError(
+                    f"expected pyarrow RecordBatches, got {type(batch).__name__}",
+                    hint="pass a pyarrow Table, RecordBatch, RecordBatchReader or an iterable of them",
+                )
+            if batch.schema not in checked:
+                check_arrow_schema(batch.schema, schema)
+                checked.add(batch.schema)
+            writer.add(conform_batch(batch, schema))
+        return writer.finish()
+    except BaseException:
+        writer.abort()
+        raise

@@ -1,0 +1,32 @@
+"""Catalogs: where tables are found, and the one place a commit becomes atomic.
+
+`load_catalog` opens a catalog from configuration; `SqlCatalog` (icefloe.catalog.sql) shares its
+database with PyIceberg and Iceberg Java; `InMemoryCatalog` (icefloe.catalog.memory) is for tests.
+"""
+
+from __future__ import annotations
+
+from icefloe.catalog._base import (
+    Catalog,
+    Identifier,
+    IdentifierLike,
+    Namespace,
+    NamespaceLike,
+    PropertiesUpdateSummary,
+    to_identifier,
+    to_namespace,
+)
+from icefloe.catalog._config import catalog_properties, load_catalog
+
+__all__ = [
+    "Catalog",
+    "Identifier",
+    "IdentifierLike",
+    "Namespace",
+    "NamespaceLike",
+    "PropertiesUpdateSummary",
+    "catalog_properties",
+    "load_catalog",
+    "to_identifier",
+    "to_namespace",
+]

@@ -1,0 +1,487 @@
+"""The `Catalog` contract and the behaviour every catalog shares.
+
+A catalog maps table identifiers to the location of each table's current metadata file and
+keeps namespaces with their properties. Concrete catalogs implement a handful of pointer
+primitives (load, insert, swap, delete, rename) plus namespace storage; everything that reads or
+writes metadata files lives here, once, so that all catalogs behave alike.
+
+The commit path (`Catalog.commit_table`)::
+
+    load pointer -> read base metadata -> validate requirements -> apply updates
+      -> write NNNNN-<uuid>.metadata.json (exclusive create, NNNNN = previous + 1)
+      -> compare-and-swap the pointer (the only atomic step)
+           lost  -> delete the new file, CommitFailedError (retryable)
+           unknown -> keep the new file, CommitStateUnknownError
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from icefloe.catalog._files import (
+    delete_files,
+    metadata_file_location,
+    parse_metadata_version,
+    reachable_files,
+    read_metadata_file,
+    write_metadata_file,
+)
+from icefloe.errors import (
+    CommitFailedError,
+    ConfigError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    PartitionSpecError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
+from icefloe.io import FileIO, load_file_io
+from icefloe.spec.schema import Schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.spec.partition import PartitionSpec
+    from icefloe.spec.sort_order import SortOrder
+    from icefloe.spec.table_metadata import TableMetadata
+    from icefloe.spec.updates import MetadataUpdate, TableRequirement
+    from icefloe.table import Table
+
+__all__ = [
+    "Catalog",
+    "Identifier",
+    "IdentifierLike",
+    "Namespace",
+    "NamespaceLike",
+    "PropertiesUpdateSummary",
+    "to_identifier",
+    "to_namespace",
+]
+
+Namespace = tuple[str, ...]
+Identifier = tuple[str, ...]
+NamespaceLike = str | Sequence[str]
+IdentifierLike = str | Sequence[str]
+
+WAREHOUSE = "warehouse"
+LOCATION = "location"
+
+
+@dataclass(frozen=True)
+class PropertiesUpdateSummary:
+    """What `update_namespace_properties` did: keys removed, keys set, and removals of keys that
+    were not there."""
+
+    removed: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def to_namespace(namespace: NamespaceLike) -> Namespace:
+    """``"a.b"`` or ``("a", "b")`` -> ``("a", "b")``; ``""`` / ``()`` is the root."""
+    if isinstance(namespace, str):
+        levels: tuple[Any, ...] = tuple(namespace.split(".")) if namespace else ()
+    else:
+        levels = tuple(namespace)
+    for level in levels:
+        if not isinstance(level, str) or not level:
+            raise ValidationError(
+                f"invalid namespace {namespace!r}: every level must be a non-empty string",
+                hint="write namespaces as 'db' or 'db.schema', or as a tuple ('db', 'schema')",
+            )
+        if "." in level:
+            raise ValidationError(
+                f"invalid namespace level {level!r}: a level cannot contain '.'",
+                hint="catalogs store namespaces joined by '.', the way Iceberg's JDBC catalog does",
+            )
+    return levels
+
+
+def to_identifier(identifier: IdentifierLike) -> Identifier:
+    """``"ns.tbl"``, ``"a.b.tbl"`` or ``("a", "b", "tbl")`` -> a tuple whose last element is the
+    table name and whose other elements are the namespace levels."""
+    if isinstance(identifier, str):
+        parts: tuple[Any, ...] = tuple(identifier.split("."))
+    else:
+        parts = tuple(identifier)
+    if len(parts) < 2 or not all(isinstance(p, str) and p for p in parts):
+        raise ValidationError(
+            f"invalid table identifier {identifier!r}",
+            hint="name tables with their namespace: 'db.table' or ('db', 'table')",
+        )
+    to_namespace(parts[:-1])
+    return parts
+
+
+def child_namespaces(known: Iterable[Namespace], parent: Namespace) -> list[Namespace]:
+    """The direct children of ``parent`` among every namespace that exists explicitly or through
+    its tables (``("a", "b", "c")`` makes ``("a",)`` and ``("a", "b")`` exist too, as in Java's
+    JDBC catalog)."""
+    depth = len(parent) + 1
+    children = {ns[:depth] for ns in known if len(ns) >= depth and ns[: len(parent)] == parent}
+    return sorted(children)
+
+
+def _dotted(levels: Sequence[str]) -> str:
+    return ".".join(levels)
+
+
+class Catalog(ABC):
+    """A catalog of Iceberg tables, grouped in namespaces.
+
+    ``commit_table`` is the only way a table changes, and its pointer swap is the only
+    compare-and-swap in icefloe; transactions retry on `CommitFailedError`.
+    """
+
+    def __init__(self, name: str, **properties: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"invalid catalog name {name!r}", hint="pass a non-empty string")
+        self.name = name
+        self.properties: dict[str, str] = {k: str(v) for k, v in properties.items()}
+        self._io_lock = threading.Lock()
+        self._ios: dict[str, FileIO] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # noqa: B027 - most catalogs hold nothing to release
+        """Release connections; the catalog is unusable afterwards."""
+
+    # ------------------------------------------------------------------ namespaces
+    @abstractmethod
+    def create_namespace(self, namespace: NamespaceLike, properties: Mapping[str, str] | None = None) -> None:
+        """Create a namespace; `NamespaceAlreadyExistsError` if it exists."""
+
+    @abstractmethod
+    def list_namespaces(self, parent: NamespaceLike = ()) -> list[Namespace]:
+        """Direct children of ``parent`` (top-level namespaces for the root)."""
+
+    @abstractmethod
+    def drop_namespace(self, namespace: NamespaceLike) -> None:
+        """Drop an empty namespace; `NamespaceNotEmptyError` while it holds tables or namespaces."""
+
+    @abstractmethod
+    def load_namespace_properties(self, namespace: NamespaceLike) -> dict[str, str]: ...
+
+    @abstractmethod
+    def update_namespace_properties(
+        self,
+        namespace: NamespaceLike,
+        removals: Iterable[str] = (),
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary: ...
+
+    @abstractmethod
+    def namespace_exists(self, namespace: NamespaceLike) -> bool: ...
+
+    @abstractmethod
+    def list_tables(self, namespace: NamespaceLike) -> list[Identifier]: ...
+
+    # ------------------------------------------------------------------ pointer primitives
+    @abstractmethod
+    def _load_pointer(self, identifier: Identifier) -> str | None:
+        """Current metadata location of a table, None when there is no such table."""
+
+    @abstractmethod
+    def _insert_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        """Add a table; `TableAlreadyExistsError` if the identifier is taken."""
+
+    @abstractmethod
+    def _swap_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
+        """Atomically replace ``expected`` with ``new``. `CommitFailedError` when the pointer is no
+        longer ``expected``; `CommitStateUnknownError` when the outcome cannot be known."""
+
+    @abstractmethod
+    def _delete_pointer(self, identifier: Identifier) -> bool:
+        """Remove a table; False if it was not there."""
+
+    @abstractmethod
+    def _rename_pointer(self, source: Identifier, target: Identifier) -> None: ...
+
+    # ------------------------------------------------------------------ helpers
+    def _io(self, location: str) -> FileIO:
+        scheme = location.split("://", 1)[0] if "://" in location else "file"
+        with self._io_lock:
+            io = self._ios.get(scheme)
+            if io is None:
+                io = load_file_io(self.properties, location)
+                self._ios[scheme] = io
+            return io
+
+    def _require_namespace(self, namespace: Namespace) -> None:
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(
+                f"namespace {_dotted(namespace)!r} does not exist in catalog {self.name!r}",
+                hint=f"create it first: catalog.create_namespace({_dotted(namespace)!r})",
+                namespace=namespace,
+            )
+
+    def _check_droppable(self, namespace: Namespace) -> None:
+        """Shared checks of drop_namespace: it exists, and holds neither tables nor namespaces."""
+        self._require_namespace(namespace)
+        tables = self.list_tables(namespace)
+        if tables:
+            names = ", ".join(t[-1] for t in tables[:5]) + (" ..." if len(tables) > 5 else "")
+            raise NamespaceNotEmptyError(
+                f"namespace {_dotted(namespace)!r} is not empty: {len(tables)} table(s) ({names})",
+                hint="drop or rename its tables first",
+                namespace=namespace,
+            )
+        children = self.list_namespaces(namespace)
+        if children:
+            raise NamespaceNotEmptyError(
+                f"namespace {_dotted(namespace)!r} has child namespaces: "
+                + ", ".join(_dotted(c) for c in children),
+                hint="drop the child namespaces first",
+                namespace=namespace,
+            )
+
+    def _no_such_table(self, identifier: Identifier) -> NoSuchTableError:
+        namespace, name = identifier[:-1], identifier[-1]
+        hint: str | None = None
+        try:
+            known = self.list_tables(namespace) if self.namespace_exists(namespace) else None
+        except NoSuchNamespaceError:
+            known = None
+        if known is None:
+            hint = f"namespace {_dotted(namespace)!r} does not exist either"
+        else:
+            similar = difflib.get_close_matches(name, [t[-1] for t in known], n=3, cutoff=0.6)
+            if similar:
+                hint = "did you mean " + " or ".join(repr(_dotted((*namespace, s))) for s in similar) + "?"
+            elif known:
+                hint = f"tables in {_dotted(namespace)!r}: " + ", ".join(t[-1] for t in known[:10])
+            else:
+                hint = f"namespace {_dotted(namespace)!r} has no tables"
+        return NoSuchTableError(
+            f"table {_dotted(identifier)!r} does not exist in catalog {self.name!r}",
+            hint=hint,
+            identifier=identifier,
+        )
+
+    def _table(self, identifier: Identifier, metadata: TableMetadata, metadata_location: str) -> Table:
+        from icefloe.table import Table
+
+        return Table(identifier, metadata, metadata_location, self._io(metadata_location), self)
+
+    def _read(self, metadata_location: str) -> TableMetadata:
+        return read_metadata_file(self._io(metadata_location), metadata_location)
+
+    def _default_location(self, identifier: Identifier) -> str:
+        namespace, name = identifier[:-1], identifier[-1]
+        ns_location = self.load_namespace_properties(namespace).get(LOCATION)
+        if ns_location:
+            return f"{ns_location.rstrip('/')}/{name}"
+        warehouse = self.properties.get(WAREHOUSE)
+        if not warehouse:
+            raise ConfigError(
+                f"catalog {self.name!r} has no 'warehouse' property, so table "
+                f"{_dotted(identifier)!r} needs an explicit location",
+                hint="set warehouse='file:///path/to/warehouse' (or s3://bucket/prefix) on the catalog, "
+                "or pass location= to create_table",
+            )
+        # Java's JdbcCatalog layout: <warehouse>/<ns level>/.../<table>
+        return "/".join([warehouse.rstrip("/"), *namespace, name])
+
+    # ------------------------------------------------------------------ tables
+    def table_exists(self, identifier: IdentifierLike) -> bool:
+        return self._load_pointer(to_identifier(identifier)) is not None
+
+    def load_table(self, identifier: IdentifierLike) -> Table:
+        ident = to_identifier(identifier)
+        location = self._load_pointer(ident)
+        if location is None:
+            raise self._no_such_table(ident)
+        return self._table(ident, self._read(location), location)
+
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Create a table with fresh field ids (as Java does), a partition spec from
+        ``partition_by`` (``["day(ts)", "bucket(16, id)"]`` or a `PartitionSpec` over ``schema``)
+        and format version 2 unless ``properties["format-version"]`` says otherwise."""
+        ident = to_identifier(identifier)
+        self._require_namespace(ident[:-1])
+        if self._load_pointer(ident) is not None:
+            raise TableAlreadyExistsError(
+                f"table {_dotted(ident)!r} already exists in catalog {self.name!r}",
+                hint="load it with load_table, or drop it first",
+                identifier=ident,
+            )
+        table_location = (location or self._default_location(ident)).rstrip("/")
+        metadata = _new_table_metadata(schema, partition_by, sort_order, table_location, properties)
+        metadata_location = metadata_file_location(metadata, 0)
+        io = self._io(metadata_location)
+        write_metadata_file(io, metadata_location, metadata)
+        try:
+            self._insert_pointer(ident, metadata_location)
+        except TableAlreadyExistsError:
+            delete_files(io, [metadata_location])
+            raise
+        return self._table(ident, metadata, metadata_location)
+
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        """Add an existing table (for example one written by another catalog) by its metadata file."""
+        ident = to_identifier(identifier)
+        self._require_namespace(ident[:-1])
+        if self._load_pointer(ident) is not None:
+            raise TableAlreadyExistsError(
+                f"table {_dotted(ident)!r} already exists in catalog {self.name!r}",
+                hint="register it under another name, or drop the existing table first",
+                identifier=ident,
+            )
+        metadata = self._read(metadata_location)
+        self._insert_pointer(ident, metadata_location)
+        return self._table(ident, metadata, metadata_location)
+
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
+        """Remove a table from the catalog. With ``purge`` also delete every file its metadata
+        references (data and delete files, manifests, manifest lists, statistics, metadata
+        files); files are found through the metadata, never by listing."""
+        ident = to_identifier(identifier)
+        location = self._load_pointer(ident)
+        if location is None:
+            raise self._no_such_table(ident)
+        groups: list[list[str]] = []
+        io: FileIO | None = None
+        if purge:
+            io = self._io(location)
+            groups = reachable_files(io, self._read(location), location)
+        if not self._delete_pointer(ident):
+            raise self._no_such_table(ident)
+        if io is not None:
+            for group in groups:
+                delete_files(io, group)
+
+    def rename_table(self, from_identifier: IdentifierLike, to_identifier_: IdentifierLike) -> Table:
+        """Rename (or move to another namespace); files stay where they are."""
+        source, target = to_identifier(from_identifier), to_identifier(to_identifier_)
+        if self._load_pointer(source) is None:
+            raise self._no_such_table(source)
+        if source == target:
+            return self.load_table(source)
+        self._require_namespace(target[:-1])
+        if self._load_pointer(target) is not None:
+            raise TableAlreadyExistsError(
+                f"cannot rename {_dotted(source)!r}: table {_dotted(target)!r} already exists",
+                hint="drop the target first or choose another name",
+                identifier=target,
+            )
+        self._rename_pointer(source, target)
+        return self.load_table(target)
+
+    def commit_table(
+        self,
+        identifier: IdentifierLike,
+        requirements: Iterable[TableRequirement],
+        updates: Iterable[MetadataUpdate],
+    ) -> tuple[TableMetadata, str]:
+        """Apply ``updates`` if every requirement still holds, and make the result current with one
+        compare-and-swap. Returns the new metadata and its location.
+
+        Raises `CommitFailedError` (retryable) when a requirement fails or another writer won the
+        swap (the new metadata file is deleted), and `CommitStateUnknownError` when the catalog
+        cannot tell whether the swap happened (the new file is kept: it may be current now).
+        """
+        from icefloe.spec.updates import AssertCreate, apply_updates
+
+        ident = to_identifier(identifier)
+        requirements, updates = list(requirements), list(updates)
+        current_location = self._load_pointer(ident)
+        if current_location is None:
+            if any(isinstance(r, AssertCreate) for r in requirements):
+                return self._commit_create(ident, requirements, updates)
+            raise self._no_such_table(ident)
+        base = self._read(current_location)
+        for requirement in requirements:
+            requirement.validate(base)
+        if not updates:
+            return base, current_location
+        new_metadata = apply_updates(base, updates, current_location)
+        new_location = metadata_file_location(new_metadata, parse_metadata_version(current_location) + 1)
+        io = self._io(new_location)
+        write_metadata_file(io, new_location, new_metadata)
+        try:
+            self._swap_pointer(ident, current_location, new_location)
+        except CommitFailedError:
+            delete_files(io, [new_location])
+            raise
+        return new_metadata, new_location
+
+    def _commit_create(
+        self, ident: Identifier, requirements: list[TableRequirement], updates: list[MetadataUpdate]
+    ) -> tuple[TableMetadata, str]:
+        """A commit that creates the table (requirement `AssertCreate`, as in the REST protocol):
+        the insert of the pointer is the atomic step."""
+        from icefloe.spec.updates import apply_updates
+
+        self._require_namespace(ident[:-1])
+        for requirement in requirements:
+            requirement.validate(None)
+        metadata = apply_updates(None, updates)
+        location = metadata_file_location(metadata, 0)
+        io = self._io(location)
+        write_metadata_file(io, location, metadata)
+        try:
+            self._insert_pointer(ident, location)
+        except TableAlreadyExistsError as e:
+            delete_files(io, [location])
+            raise CommitFailedError(
+                f"table {_dotted(ident)!r} was created by another commit",
+                hint="load the existing table, or drop it before creating it again",
+                identifier=ident,
+            ) from e
+        return metadata, location
+
+
+def _new_table_metadata(
+    schema: Schema | pa.Schema,
+    partition_by: Sequence[str] | PartitionSpec | None,
+    sort_order: SortOrder | None,
+    location: str,
+    properties: Mapping[str, str] | None,
+) -> TableMetadata:
+    """The first metadata of a table. The builder assigns fresh ids the way Java does and maps
+    the spec and sort order onto them by column name, so both are built against ``schema``."""
+    from icefloe.spec.metadata_builder import TableMetadataBuilder
+    from icefloe.spec.partition import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
+    from icefloe.spec.sort_order import UNSORTED_SORT_ORDER
+
+    if not isinstance(schema, Schema):
+        from icefloe.arrow.schema import arrow_to_schema
+
+        schema = arrow_to_schema(schema)
+
+    if partition_by is None:
+        spec = UNPARTITIONED_SPEC
+    elif isinstance(partition_by, PartitionSpec):
+        spec = partition_by
+    elif isinstance(partition_by, str):
+        raise PartitionSpecError(
+            f"partition_by must be a list, got the string {partition_by!r}",
+            hint=f"write partition_by=[{partition_by!r}]",
+        )
+    else:
+        spec = build_partition_spec(schema, list(partition_by))
+
+    order = UNSORTED_SORT_ORDER if sort_order is None else sort_order
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    return TableMetadataBuilder.new_table(schema, spec, order, location, props).build()

@@ -1,0 +1,365 @@
+"""Avro plumbing for manifests and manifest lists.
+
+* Iceberg struct -> Avro schema the way Iceberg Java names things: records ``r<field id>``,
+  int-keyed maps as arrays of ``k<key id>_v<value id>`` records with ``logicalType: map``,
+  ``field-id``/``element-id``/``key-id``/``value-id`` properties, fixed types named
+  ``fixed_<n>``, ``decimal_<p>_<s>``, ``uuid_fixed`` (a repeated named type is referenced by
+  name, as Avro requires).
+* Reading decodes with the writer's schema *stripped of logical types*, so dates, times and
+  timestamps come back as the plain ints icefloe uses internally (fastavro would build datetime
+  objects, which also fail outside years 1..9999). Decimal and UUID are converted from their
+  bytes by the caller. Parsed schemas are cached per schema text: a table's manifests share one.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from functools import lru_cache
+from typing import IO, Any
+
+import fastavro
+from fastavro import schemaless_reader
+
+from icefloe.errors import InvalidMetadataError, ValidationError
+from icefloe.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = [
+    "AvroFile",
+    "collect_named",
+    "decimal_required_bytes",
+    "struct_to_avro",
+    "value_converter",
+    "value_to_avro",
+]
+
+FIELD_ID = "field-id"
+
+
+def decimal_required_bytes(precision: int) -> int:
+    """Fewest bytes whose two's complement holds every unscaled value of ``precision`` digits."""
+    n = 1
+    while 2 ** (8 * n - 1) < 10**precision:
+        n += 1
+    return n
+
+
+def _valid_name(name: str) -> bool:
+    return (
+        bool(name)
+        and (name[0].isalpha() or name[0] == "_")
+        and all(c.isalnum() or c == "_" for c in name[1:])
+    )
+
+
+def _sanitize(name: str) -> str:
+    """Avro-safe field name, escaped like Iceberg Java: a leading digit gets ``_`` in front, any
+    other invalid character becomes ``_x`` + its upper-case hex code."""
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isalpha() or ch == "_" or (i > 0 and ch.isdigit()):
+            out.append(ch)
+        elif ch.isdigit():
+            out.append("_" + ch)
+        else:
+            out.append("_x" + format(ord(ch), "X"))
+    return "".join(out)
+
+
+class _SchemaBuilder:
+    def __init__(self) -> None:
+        self.named: set[str] = set()
+
+    def _named(self, name: str, schema: dict[str, Any]) -> Any:
+        if name in self.named:
+            return name
+        self.named.add(name)
+        return schema
+
+    def primitive(self, t: IcebergType) -> Any:
+        if isinstance(t, BooleanType):
+            return "boolean"
+        if isinstance(t, IntegerType):
+            return "int"
+        if isinstance(t, LongType):
+            return "long"
+        if isinstance(t, FloatType):
+            return "float"
+        if isinstance(t, DoubleType):
+            return "double"
+        if isinstance(t, DateType):
+            return {"type": "int", "logicalType": "date"}
+        if isinstance(t, TimeType):
+            return {"type": "long", "logicalType": "time-micros"}
+        if isinstance(t, TimestampType | TimestamptzType):
+            return {
+                "type": "long",
+                "logicalType": "timestamp-micros",
+                "adjust-to-utc": isinstance(t, TimestamptzType),
+            }
+        if isinstance(t, TimestampNsType | TimestamptzNsType):
+            return {
+                "type": "long",
+                "logicalType": "timestamp-nanos",
+                "adjust-to-utc": isinstance(t, TimestamptzNsType),
+            }
+        if isinstance(t, StringType):
+            return "string"
+        if isinstance(t, BinaryType):
+            return "bytes"
+        if isinstance(t, UUIDType):
+            return self._named(
+                "uuid_fixed", {"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"}
+            )
+        if isinstance(t, FixedType):
+            name = f"fixed_{t.length}"
+            return self._named(name, {"type": "fixed", "name": name, "size": t.length})
+        if isinstance(t, DecimalType):
+            name = f"decimal_{t.precision}_{t.scale}"
+            return self._named(
+                name,
+                {
+                    "type": "fixed",
+                    "name": name,
+                    "size": decimal_required_bytes(t.precision),
+                    "logicalType": "decimal",
+                    "precision": t.precision,
+                    "scale": t.scale,
+                },
+            )
+        raise ValidationError(f"type {t} cannot be written to a manifest")
+
+    def type(self, t: IcebergType, field_id: int | None, record_name: str | None = None) -> Any:
+        if isinstance(t, StructType):
+            return self.struct(t, record_name or f"r{field_id}")
+        if isinstance(t, ListType):
+            element = self.type(t.element_type, t.element_id)
+            return {
+                "type": "array",
+                "items": element if t.element_required else ["null", element],
+                "element-id": t.element_id,
+            }
+        if isinstance(t, MapType):
+            key = self.type(t.key_type, t.key_id)
+            value = self.type(t.value_type, t.value_id)
+            if not t.value_required:
+                value = ["null", value]
+            if isinstance(t.key_type, StringType):
+                return {"type": "map", "values": value, "key-id": t.key_id, "value-id": t.value_id}
+            name = f"k{t.key_id}_v{t.value_id}"
+            return {
+                "type": "array",
+                "items": self._named(
+                    name,
+                    {
+                        "type": "record",
+                        "name": name,
+                        "fields": [
+                            {"name": "key", "type": key, FIELD_ID: t.key_id},
+                            {"name": "value", "type": value, FIELD_ID: t.value_id},
+                        ],
+                    },
+                ),
+                "logicalType": "map",
+            }
+        return self.primitive(t)
+
+    def field(self, f: NestedField) -> dict[str, Any]:
+        schema = self.type(f.field_type, f.field_id)
+        out: dict[str, Any] = {"name": f.name}
+        if not _valid_name(f.name):
+            out["name"] = _sanitize(f.name)
+            out["iceberg-field-name"] = f.name
+        out["type"] = schema if f.required else ["null", schema]
+        if f.doc:
+            out["doc"] = f.doc
+        if not f.required:
+            out["default"] = None
+        out[FIELD_ID] = f.field_id
+        return out
+
+    def struct(self, t: StructType, name: str) -> dict[str, Any]:
+        return {"type": "record", "name": name, "fields": [self.field(f) for f in t.fields]}
+
+
+def struct_to_avro(struct: StructType, record_name: str) -> dict[str, Any]:
+    """The Avro schema Iceberg Java writes for ``struct`` as a file's top-level record."""
+    return _SchemaBuilder().struct(struct, record_name)
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def _decimal_to_fixed(t: DecimalType, size: int) -> Callable[[Any], bytes]:
+    def convert(v: Any) -> bytes:
+        if not isinstance(v, Decimal):
+            raise ValidationError(f"expected a Decimal for {t}, got {v!r}")
+        sign, digits, exponent = v.as_tuple()
+        if not isinstance(exponent, int):
+            raise ValidationError(f"cannot store {v} in {t}")
+        unscaled: int = int("".join(map(str, digits)) or "0")
+        shift = exponent + t.scale
+        if shift >= 0:
+            unscaled *= 10**shift
+        else:
+            unscaled, rest = divmod(unscaled, int(10 ** (-shift)))
+            if rest:
+                raise ValidationError(f"{v} has more than {t.scale} digits after the point for {t}")
+        if sign:
+            unscaled = -unscaled
+        # Not checked against the precision: truncate(W) of a value near the type's limit may
+        # need one more digit (truncate(50) of -99999999.99 is -100000000.00 in decimal(10, 2)),
+        # and Java writes it because the fixed size for the precision still holds it.
+        try:
+            return unscaled.to_bytes(size, "big", signed=True)
+        except OverflowError:
+            raise ValidationError(f"{v} does not fit the {size}-byte Avro fixed of {t}") from None
+
+    return convert
+
+
+def _uuid_to_bytes(v: Any) -> bytes:
+    if isinstance(v, uuid.UUID):
+        return v.bytes
+    raise ValidationError(f"expected a uuid.UUID, got {v!r}")
+
+
+def value_to_avro(t: IcebergType) -> Callable[[Any], Any] | None:
+    """Converter from icefloe's internal value to the raw Avro value, or None when the value is
+    written as it is (ints for dates/times/timestamps, str, bytes, float, bool)."""
+    if isinstance(t, DecimalType):
+        return _decimal_to_fixed(t, decimal_required_bytes(t.precision))
+    if isinstance(t, UUIDType):
+        return _uuid_to_bytes
+    return None
+
+
+def _non_null(schema: Any) -> Any:
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        return branches[0] if len(branches) == 1 else schema
+    return schema
+
+
+def value_converter(avro_schema: Any, named: dict[str, Any]) -> Callable[[Any], Any] | None:
+    """Converter from the raw value decoded (logical types stripped) to icefloe's internal value,
+    for one partition field's Avro schema; None when no conversion is needed."""
+    s = _non_null(avro_schema)
+    if isinstance(s, str):
+        s = named.get(s, s)
+    if not isinstance(s, dict):
+        return None
+    logical = s.get("logicalType")
+    if logical == "decimal":
+        scale = int(s.get("scale", 0))
+
+        def to_decimal(v: Any) -> Any:
+            if v is None:
+                return None
+            unscaled = int.from_bytes(v, "big", signed=True)
+            return Decimal((1 if unscaled < 0 else 0, tuple(map(int, str(abs(unscaled)))), -scale))
+
+        return to_decimal
+    if logical == "uuid":
+
+        def to_uuid(v: Any) -> Any:
+            if v is None:
+                return None
+            return uuid.UUID(bytes=v) if isinstance(v, bytes) else uuid.UUID(v)
+
+        return to_uuid
+    if logical in ("timestamp-millis", "local-timestamp-millis", "time-millis"):
+
+        def millis_to_micros(v: Any) -> Any:
+            return None if v is None else v * 1000
+
+        return millis_to_micros
+    return None
+
+
+def collect_named(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """Every named type defined in ``schema``, by name (to resolve references)."""
+    if isinstance(schema, list):
+        for s in schema:
+            collect_named(s, out)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "fixed", "enum") and "name" in schema:
+            out[schema["name"]] = schema
+        for f in schema.get("fields", ()):
+            collect_named(f["type"], out)
+        for key in ("items", "values"):
+            if key in schema:
+                collect_named(schema[key], out)
+        if isinstance(schema.get("type"), dict | list):
+            collect_named(schema["type"], out)
+    return out
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _strip_logical(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_strip_logical(s) for s in schema]
+    if isinstance(schema, dict):
+        return {k: _strip_logical(v) for k, v in schema.items() if k != "logicalType"}
+    return schema
+
+
+@lru_cache(maxsize=128)
+def _parsed(schema_text: str) -> tuple[dict[str, Any], Any]:
+    schema = json.loads(schema_text)
+    # The parse hint lets schemaless_reader skip re-parsing the schema for every record.
+    return schema, fastavro.parse_schema(_strip_logical(schema))
+
+
+class AvroFile:
+    """An open Avro container: its metadata, writer schema (as JSON, logical types intact) and
+    records decoded without logical types."""
+
+    def __init__(self, stream: IO[bytes], location: str) -> None:
+        self.location = location
+        try:
+            self._blocks = fastavro.block_reader(stream)
+            self.metadata: dict[str, str] = dict(self._blocks.metadata)
+            self.schema, self._parsed = _parsed(self.metadata["avro.schema"])
+        except (ValueError, KeyError, EOFError) as e:
+            raise InvalidMetadataError(
+                f"{location!r} is not a valid Avro file: {e}", location=location
+            ) from e
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        parsed = self._parsed
+        try:
+            for block in self._blocks:
+                data = block.bytes_
+                for _ in range(block.num_records):
+                    yield schemaless_reader(data, parsed, None)
+        except (ValueError, EOFError, KeyError) as e:
+            raise InvalidMetadataError(
+                f"cannot decode Avro file {self.location!r}: {e}", location=self.location
+            ) from e

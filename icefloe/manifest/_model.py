@@ -1,0 +1,164 @@
+"""In-memory model of manifest entries, data files and manifest-list entries.
+
+Field names are the spec's. Values are in icefloe's internal representation (see
+``icefloe.spec.types``): a partition is a plain tuple of transform results in partition-spec
+field order; bounds stay as the spec's single-value binary encoding (``dict[int, bytes]``) and are
+decoded only by the evaluators that need them. Classes use ``__slots__`` so that planning tens of
+thousands of files stays cheap and tasks pickle small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import IntEnum, StrEnum
+from typing import Any
+
+__all__ = [
+    "UNASSIGNED_SEQ",
+    "DataFile",
+    "DataFileContent",
+    "FileFormat",
+    "ManifestContent",
+    "ManifestEntry",
+    "ManifestEntryStatus",
+    "ManifestFile",
+    "PartitionFieldSummary",
+]
+
+#: Sequence number of a manifest written by the pending snapshot; the manifest-list writer
+#: replaces it with the snapshot's sequence number.
+UNASSIGNED_SEQ = -1
+
+
+class DataFileContent(IntEnum):
+    DATA = 0
+    POSITION_DELETES = 1
+    EQUALITY_DELETES = 2
+
+
+class ManifestContent(IntEnum):
+    DATA = 0
+    DELETES = 1
+
+
+class ManifestEntryStatus(IntEnum):
+    EXISTING = 0
+    ADDED = 1
+    DELETED = 2
+
+
+class FileFormat(StrEnum):
+    """Written upper-case, as Iceberg Java writes them; read case-insensitively."""
+
+    AVRO = "AVRO"
+    ORC = "ORC"
+    PARQUET = "PARQUET"
+    PUFFIN = "PUFFIN"
+
+    @classmethod
+    def parse(cls, text: str) -> FileFormat:
+        try:
+            return cls(text.upper())
+        except ValueError:
+            from icefloe.errors import InvalidMetadataError
+
+            raise InvalidMetadataError(
+                f"unknown file format {text!r}", hint="expected avro, orc, parquet or puffin"
+            ) from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataFile:
+    """A data or delete file as listed in a manifest (the spec's ``data_file`` struct).
+
+    ``spec_id`` is not stored in the file: readers take it from the manifest, writers use it to
+    choose the manifest. Maps are ``None`` when absent (which differs from empty, as in Java).
+    """
+
+    content: DataFileContent = DataFileContent.DATA
+    file_path: str
+    file_format: FileFormat
+    partition: tuple[Any, ...]
+    record_count: int
+    file_size_in_bytes: int
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+    equality_ids: tuple[int, ...] | None = None
+    sort_order_id: int | None = None
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    spec_id: int = 0
+
+    def __hash__(self) -> int:
+        # A path names one file; the metric maps are not hashable.
+        return hash((self.file_path, self.content))
+
+    def with_spec_id(self, spec_id: int) -> DataFile:
+        return replace(self, spec_id=spec_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One row of a manifest. After :func:`~icefloe.manifest.read_manifest` the snapshot id and
+    sequence numbers hold the inherited values; ``sequence_number`` is the *data* sequence
+    number the delete rules use."""
+
+    status: ManifestEntryStatus
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFile
+
+    @property
+    def is_live(self) -> bool:
+        return self.status != ManifestEntryStatus.DELETED
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFieldSummary:
+    """Per partition field, over every entry of a manifest (deleted ones included, as Java)."""
+
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestFile:
+    """A manifest-list entry. Counts are ``None`` only when a v1 list left them out (then
+    "unknown", treated as "may have some")."""
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent = ManifestContent.DATA
+    sequence_number: int = UNASSIGNED_SEQ
+    min_sequence_number: int = UNASSIGNED_SEQ
+    added_snapshot_id: int
+    added_files_count: int | None = None
+    existing_files_count: int | None = None
+    deleted_files_count: int | None = None
+    added_rows_count: int | None = None
+    existing_rows_count: int | None = None
+    deleted_rows_count: int | None = None
+    partitions: tuple[PartitionFieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+
+    def has_added_files(self) -> bool:
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+    def has_deleted_files(self) -> bool:
+        return self.deleted_files_count is None or self.deleted_files_count > 0

@@ -1,0 +1,270 @@
+"""Reading and writing manifest lists (one per snapshot).
+
+The writer assigns the snapshot's sequence number to manifests written by that snapshot (whose
+sequence numbers are still unassigned), and in v3 assigns ``first_row_id`` to data manifests
+that have none, the way Iceberg Java does. v1 lists carry no sequence numbers: they read as 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import fastavro
+
+from icefloe.errors import FileIOError, InvalidMetadataError, ValidationError
+from icefloe.manifest._avro import AvroFile, collect_named, struct_to_avro
+from icefloe.manifest._model import (
+    UNASSIGNED_SEQ,
+    ManifestContent,
+    ManifestFile,
+    PartitionFieldSummary,
+)
+from icefloe.manifest._schemas import check_format_version, manifest_list_struct
+from icefloe.spec.types import type_to_json
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
+
+__all__ = ["read_manifest_list", "write_manifest_list"]
+
+_CONTENTS = {c.value: c for c in ManifestContent}
+
+
+def _names_by_id(record: dict[str, Any]) -> dict[int, str]:
+    return {int(f["field-id"]): f["name"] for f in record.get("fields", ()) if "field-id" in f}
+
+
+def _element_record(schema: Any, named: dict[str, Any]) -> dict[str, Any] | None:
+    if isinstance(schema, list):
+        schema = next((b for b in schema if b != "null"), None)
+    if not isinstance(schema, dict) or schema.get("type") != "array":
+        return None
+    items = schema["items"]
+    if isinstance(items, list):
+        items = next((b for b in items if b != "null"), None)
+    if isinstance(items, str):
+        items = named.get(items)
+    return items if isinstance(items, dict) else None
+
+
+@lru_cache(maxsize=32)
+def _plan(schema_text: str) -> tuple[dict[int, str], dict[int, str]]:
+    schema = json.loads(schema_text)
+    top = _names_by_id(schema)
+    for fid, what in ((500, "manifest_path"), (501, "manifest_length"), (502, "partition_spec_id")):
+        if fid not in top:
+            raise InvalidMetadataError(f"not a manifest list: no {what} ({fid}) field")
+    summary: dict[int, str] = {}
+    if 507 in top:
+        field = next(f for f in schema["fields"] if f["name"] == top[507])
+        record = _element_record(field["type"], collect_named(schema, {}))
+        if record is not None:
+            summary = _names_by_id(record)
+    return top, summary
+
+
+def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
+    """The manifests of a snapshot, in list order."""
+    with io.new_input(path).open() as stream:
+        avro = AvroFile(stream, path)
+        try:
+            top, summary = _plan(avro.metadata["avro.schema"])
+        except InvalidMetadataError as e:
+            raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+        get = top.get
+        n_content, n_seq, n_min_seq = get(517), get(515), get(516)
+        n_snap = get(503)
+        counts = [get(fid) for fid in (504, 505, 506, 512, 513, 514)]
+        n_parts, n_key, n_first_row = get(507), get(519), get(520)
+        s_null, s_nan, s_lower, s_upper = (summary.get(fid) for fid in (509, 518, 510, 511))
+        out = []
+        try:
+            for rec in avro:
+                parts = rec[n_parts] if n_parts else None
+                partitions = (
+                    None
+                    if parts is None
+                    else tuple(
+                        PartitionFieldSummary(
+                            contains_null=bool(p[s_null]) if s_null else False,
+                            contains_nan=p[s_nan] if s_nan else None,
+                            lower_bound=p[s_lower] if s_lower else None,
+                            upper_bound=p[s_upper] if s_upper else None,
+                        )
+                        for p in parts
+                    )
+                )
+                added, existing, deleted, added_rows, existing_rows, deleted_rows = (
+                    rec[n] if n else None for n in counts
+                )
+                snapshot_id = rec[n_snap] if n_snap else None
+                if snapshot_id is None:
+                    raise InvalidMetadataError(
+                        f"manifest list {path!r} has a manifest without added_snapshot_id",
+                        location=path,
+                    )
+                out.append(
+                    ManifestFile(
+                        manifest_path=rec[top[500]],
+                        manifest_length=rec[top[501]],
+                        partition_spec_id=rec[top[502]],
+                        content=_CONTENTS[rec[n_content]] if n_content else ManifestContent.DATA,
+                        sequence_number=rec[n_seq] if n_seq else 0,
+                        min_sequence_number=rec[n_min_seq] if n_min_seq else 0,
+                        added_snapshot_id=snapshot_id,
+                        added_files_count=added,
+                        existing_files_count=existing,
+                        deleted_files_count=deleted,
+                        added_rows_count=added_rows,
+                        existing_rows_count=existing_rows,
+                        deleted_rows_count=deleted_rows,
+                        partitions=partitions,
+                        key_metadata=rec[n_key] if n_key else None,
+                        first_row_id=rec[n_first_row] if n_first_row else None,
+                    )
+                )
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidMetadataError(
+                f"manifest list {path!r} has an invalid entry: {e!r}", location=path
+            ) from e
+        return out
+
+
+@lru_cache(maxsize=4)
+def _list_schema(format_version: int) -> tuple[Any, str]:
+    struct = manifest_list_struct(format_version)
+    parsed = fastavro.parse_schema(struct_to_avro(struct, "manifest_file"))
+    iceberg = json.dumps(
+        {"type": "struct", "schema-id": 0, "fields": type_to_json(struct)["fields"]},
+        separators=(",", ":"),
+    )
+    return parsed, iceberg
+
+
+_COUNT_FIELDS = (
+    "added_files_count",
+    "existing_files_count",
+    "deleted_files_count",
+    "added_rows_count",
+    "existing_rows_count",
+    "deleted_rows_count",
+)
+
+
+def _count(value: int | None, what: str, m: ManifestFile) -> int:
+    if value is None:
+        raise ValidationError(
+            f"manifest {m.manifest_path!r} has no {what}; format v2 manifest lists require it",
+            hint="rewrite the manifest so its counts are known",
+        )
+    return value
+
+
+def write_manifest_list(
+    io: FileIO,
+    path: str,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    manifests: Iterable[ManifestFile],
+    format_version: int = 2,
+    *,
+    first_row_id: int | None = None,
+) -> int | None:
+    """Write a snapshot's manifest list.
+
+    Returns the table's next row id after this snapshot for v3 (``first_row_id`` plus the rows
+    of the data manifests given ids here), else None.
+    """
+    check_format_version(format_version)
+    if format_version >= 3 and first_row_id is None:
+        raise ValidationError(
+            "a v3 manifest list needs the snapshot's first_row_id",
+            hint="pass first_row_id=metadata.next_row_id",
+        )
+    parsed, iceberg_schema = _list_schema(format_version)
+    metadata = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "format-version": str(format_version),
+        "iceberg.schema": iceberg_schema,
+    }
+    if format_version >= 2:
+        metadata["sequence-number"] = str(sequence_number)
+    if format_version >= 3:
+        metadata["first-row-id"] = str(first_row_id)
+    next_row_id = first_row_id
+    records = []
+    for m in manifests:
+        seq, min_seq = m.sequence_number, m.min_sequence_number
+        if format_version >= 2 and UNASSIGNED_SEQ in (seq, min_seq):
+            if m.added_snapshot_id != snapshot_id:
+                raise ValidationError(
+                    f"manifest {m.manifest_path!r} has no sequence number but was added by snapshot "
+                    f"{m.added_snapshot_id}, not by {snapshot_id}",
+                    hint="only manifests written for this snapshot inherit its sequence number",
+                )
+            seq = sequence_number if seq == UNASSIGNED_SEQ else seq
+            min_seq = sequence_number if min_seq == UNASSIGNED_SEQ else min_seq
+        record: dict[str, Any] = {
+            "manifest_path": m.manifest_path,
+            "manifest_length": m.manifest_length,
+            "partition_spec_id": m.partition_spec_id,
+            "content": int(m.content),
+            "sequence_number": seq,
+            "min_sequence_number": min_seq,
+            "added_snapshot_id": m.added_snapshot_id,
+            "added_files_count": m.added_files_count,
+            "existing_files_count": m.existing_files_count,
+            "deleted_files_count": m.deleted_files_count,
+            "added_rows_count": m.added_rows_count,
+            "existing_rows_count": m.existing_rows_count,
+            "deleted_rows_count": m.deleted_rows_count,
+            "partitions": None
+            if m.partitions is None
+            else [
+                {
+                    "contains_null": p.contains_null,
+                    "contains_nan": p.contains_nan,
+                    "lower_bound": p.lower_bound,
+                    "upper_bound": p.upper_bound,
+                }
+                for p in m.partitions
+            ],
+            "key_metadata": m.key_metadata,
+            "first_row_id": m.first_row_id,
+        }
+        if format_version >= 2:
+            for key in _COUNT_FIELDS:
+                record[key] = _count(record[key], key, m)
+        elif m.content != ManifestContent.DATA:
+            raise ValidationError(
+                f"manifest {m.manifest_path!r} holds deletes; format version 1 has none",
+                hint="upgrade the table to format version 2",
+            )
+        if (
+            format_version >= 3
+            and m.content == ManifestContent.DATA
+            and m.first_row_id is None
+            and next_row_id is not None
+        ):
+            record["first_row_id"] = next_row_id
+            next_row_id += _count(m.added_rows_count, "added_rows_count", m) + _count(
+                m.existing_rows_count, "existing_rows_count", m
+            )
+        records.append(record)
+
+    stream = io.new_output(path).create()
+    try:
+        fastavro.writer(stream, parsed, records, codec="deflate", metadata=metadata)
+    except (TypeError, ValueError, OverflowError) as e:
+        stream.close()
+        raise ValidationError(f"cannot write manifest list {path!r}: {e}") from e
+    try:
+        stream.close()
+    except OSError as e:
+        raise FileIOError(f"cannot finish manifest list {path!r}: {e}", location=path) from e
+    return next_row_id if format_version >= 3 else None

@@ -1,0 +1,226 @@
+"""Reading manifests, with the spec's inheritance rules applied.
+
+Fields are found by their Iceberg field ids in the file's own Avro schema, never by record
+names or positions, so v1 files, Java-written files and files with extra fields all read the
+same way. The per-schema decoding plan is cached: a table's manifests usually share one schema.
+
+Inheritance (as Iceberg Java applies it when reading):
+
+* a null ``snapshot_id`` takes the manifest's ``added_snapshot_id``;
+* a null data or file sequence number takes the manifest's sequence number when the entry is
+  ADDED, or when the manifest's sequence number is 0 (v1 manifests carry none);
+* v3: a data file with a null ``first_row_id`` in a manifest that has one gets the manifest's
+  ``first_row_id`` plus the record counts of the earlier such files (DELETED entries skipped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from icefloe.errors import InvalidMetadataError
+from icefloe.manifest._avro import AvroFile, collect_named, value_converter
+from icefloe.manifest._model import (
+    UNASSIGNED_SEQ,
+    DataFile,
+    DataFileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
+
+__all__ = ["read_manifest", "read_manifest_metadata"]
+
+_STATUSES = {s.value: s for s in ManifestEntryStatus}
+_CONTENTS = {c.value: c for c in DataFileContent}
+_FORMATS: dict[str, FileFormat] = {}
+
+
+def _format(text: str) -> FileFormat:
+    fmt = _FORMATS.get(text)
+    if fmt is None:
+        fmt = _FORMATS[text] = FileFormat.parse(text)
+    return fmt
+
+
+def _record_of(schema: Any) -> dict[str, Any] | None:
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        schema = branches[0] if len(branches) == 1 else None
+    return schema if isinstance(schema, dict) and schema.get("type") == "record" else None
+
+
+def _names_by_id(record: dict[str, Any]) -> dict[int, str]:
+    out = {}
+    for f in record.get("fields", ()):
+        if "field-id" in f:
+            out[int(f["field-id"])] = f["name"]
+    return out
+
+
+class _Plan:
+    """Where each spec field lives in one Avro schema, and how to convert partition values."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        top = _names_by_id(schema)
+        named = collect_named(schema, {})
+        if 0 not in top or 2 not in top:
+            raise InvalidMetadataError(
+                "not a manifest: the Avro schema has no status (0) or data_file (2) field"
+            )
+        self.status, self.data_file = top[0], top[2]
+        self.snapshot_id = top.get(1)
+        self.sequence_number = top.get(3)
+        self.file_sequence_number = top.get(4)
+        df_schema = next(f for f in schema["fields"] if f["name"] == self.data_file)["type"]
+        df_record = _record_of(df_schema)
+        if isinstance(df_schema, str):
+            df_record = named.get(df_schema)
+        if df_record is None:
+            raise InvalidMetadataError("not a manifest: data_file (2) is not a record")
+        self.df = _names_by_id(df_record)
+        for fid, what in (
+            (100, "file_path"),
+            (101, "file_format"),
+            (102, "partition"),
+            (103, "record_count"),
+            (104, "file_size_in_bytes"),
+        ):
+            if fid not in self.df:
+                raise InvalidMetadataError(f"not a manifest: data_file has no {what} ({fid}) field")
+        part_schema = next(f for f in df_record["fields"] if f["name"] == self.df[102])["type"]
+        part_record = named.get(part_schema) if isinstance(part_schema, str) else part_schema
+        if not isinstance(part_record, dict):
+            raise InvalidMetadataError("not a manifest: partition (102) is not a record")
+        self.partition: list[tuple[str, Callable[[Any], Any] | None]] = [
+            (f["name"], value_converter(f["type"], named)) for f in part_record.get("fields", ())
+        ]
+
+
+@lru_cache(maxsize=128)
+def _plan(schema_text: str) -> _Plan:
+    return _Plan(json.loads(schema_text))
+
+
+def _kv(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+    if items is None:
+        return None
+    return {kv["key"]: kv["value"] for kv in items}
+
+
+def _tuple(items: list[int] | None) -> tuple[int, ...] | None:
+    return None if items is None else tuple(items)
+
+
+def read_manifest_metadata(io: FileIO, path: str) -> dict[str, str]:
+    """The Avro file metadata of a manifest (``schema``, ``partition-spec``, ...)."""
+    with io.new_input(path).open() as stream:
+        return AvroFile(stream, path).metadata
+
+
+def read_manifest(
+    io: FileIO,
+    manifest_file: ManifestFile,
+    *,
+    partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+    discard_deleted: bool = False,
+) -> Iterator[ManifestEntry]:
+    """The entries of a manifest, with inherited snapshot ids and sequence numbers filled in.
+
+    ``partition_filter`` (a predicate on the partition tuple) and ``discard_deleted`` skip entries
+    before their :class:`DataFile` is built, which keeps planning cheap.
+    """
+    path = manifest_file.manifest_path
+    spec_id = manifest_file.partition_spec_id
+    manifest_snapshot_id = manifest_file.added_snapshot_id
+    manifest_seq = manifest_file.sequence_number
+    inherit_seq: int | None = manifest_seq if manifest_seq != UNASSIGNED_SEQ else None
+    next_row_id = manifest_file.first_row_id if manifest_file.content == ManifestContent.DATA else None
+    with io.new_input(path).open() as stream:
+        avro = AvroFile(stream, path)
+        try:
+            plan = _plan(avro.metadata["avro.schema"])
+        except InvalidMetadataError as e:
+            raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+        df_names = plan.df
+        n_status, n_df = plan.status, plan.data_file
+        n_snap, n_seq, n_fseq = plan.snapshot_id, plan.sequence_number, plan.file_sequence_number
+        n_content = df_names.get(134)
+        n_path, n_format, n_partition = df_names[100], df_names[101], df_names[102]
+        n_records, n_size = df_names[103], df_names[104]
+        optional = {
+            fid: df_names.get(fid)
+            for fid in (108, 109, 110, 137, 125, 128, 131, 132, 135, 140, 142, 143, 144, 145)
+        }
+        n_cs, n_vc, n_nc, n_nan = optional[108], optional[109], optional[110], optional[137]
+        n_lb, n_ub, n_km, n_so = optional[125], optional[128], optional[131], optional[132]
+        n_eq, n_sort, n_frid, n_ref = optional[135], optional[140], optional[142], optional[143]
+        n_coff, n_csize = optional[144], optional[145]
+        partition_plan = plan.partition
+        try:
+            for rec in avro:
+                status = _STATUSES[rec[n_status]]
+                if discard_deleted and status is ManifestEntryStatus.DELETED:
+                    continue
+                df = rec[n_df]
+                raw_partition = df[n_partition]
+                partition = tuple(
+                    raw_partition[name] if conv is None else conv(raw_partition[name])
+                    for name, conv in partition_plan
+                )
+                if partition_filter is not None and not partition_filter(partition):
+                    continue
+                record_count = df[n_records]
+                content = _CONTENTS[df[n_content]] if n_content else DataFileContent.DATA
+                first_row_id = df[n_frid] if n_frid else None
+                if (
+                    next_row_id is not None
+                    and first_row_id is None
+                    and content is DataFileContent.DATA
+                    and status is not ManifestEntryStatus.DELETED
+                ):
+                    first_row_id = next_row_id
+                    next_row_id += record_count
+                data_file = DataFile(
+                    content=content,
+                    file_path=df[n_path],
+                    file_format=_format(df[n_format]),
+                    partition=partition,
+                    record_count=record_count,
+                    file_size_in_bytes=df[n_size],
+                    column_sizes=_kv(df[n_cs]) if n_cs else None,
+                    value_counts=_kv(df[n_vc]) if n_vc else None,
+                    null_value_counts=_kv(df[n_nc]) if n_nc else None,
+                    nan_value_counts=_kv(df[n_nan]) if n_nan else None,
+                    lower_bounds=_kv(df[n_lb]) if n_lb else None,
+                    upper_bounds=_kv(df[n_ub]) if n_ub else None,
+                    key_metadata=df[n_km] if n_km else None,
+                    split_offsets=_tuple(df[n_so]) if n_so else None,
+                    equality_ids=_tuple(df[n_eq]) if n_eq else None,
+                    sort_order_id=df[n_sort] if n_sort else None,
+                    first_row_id=first_row_id,
+                    referenced_data_file=df[n_ref] if n_ref else None,
+                    content_offset=df[n_coff] if n_coff else None,
+                    content_size_in_bytes=df[n_csize] if n_csize else None,
+                    spec_id=spec_id,
+                )
+                snapshot_id = rec[n_snap] if n_snap else None
+                if snapshot_id is None:
+                    snapshot_id = manifest_snapshot_id
+                seq = rec[n_seq] if n_seq else None
+                fseq = rec[n_fseq] if n_fseq else None
+                if inherit_seq is not None and (status is ManifestEntryStatus.ADDED or inherit_seq == 0):
+                    if seq is None:
+                        seq = inherit_seq
+                    if fseq is None:
+                        fseq = inherit_seq
+                yield ManifestEntry(status, snapshot_id, seq, fseq, data_file)
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidMetadataError(f"manifest {path!r} has an invalid entry: {e!r}", location=path) from e

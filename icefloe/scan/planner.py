@@ -1,0 +1,234 @@
+"""Scan planning: from a snapshot and a row filter to the data files that may hold matching rows.
+
+Planning reads only metadata, and as little of it as it can::
+
+    manifest list ──(partition summaries, per manifest spec)──▶ surviving manifests
+        ──(partition tuple, inclusive projection)──▶ candidate entries
+        ──(column metrics)──▶ FileScanTasks with a residual filter per partition
+
+A manifest whose partition summaries cannot match is never opened. Each manifest is evaluated
+with its *own* partition spec, so tables whose spec evolved plan correctly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from icefloe.errors import UnsupportedFeatureError
+from icefloe.expressions import AlwaysTrue, BooleanExpression, bind
+from icefloe.expressions.visitors import (
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    ResidualEvaluator,
+    expression_evaluator,
+    inclusive_projection,
+)
+from icefloe.manifest import (
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
+from icefloe.scan.task import FileScanTask
+from icefloe.spec.schema import Schema
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
+    from icefloe.spec.partition import PartitionSpec
+    from icefloe.spec.snapshot import Snapshot
+    from icefloe.spec.table_metadata import TableMetadata
+
+__all__ = ["PlanningStats", "plan_files", "plan_tasks"]
+
+
+@dataclass
+class PlanningStats:
+    """What one planning run looked at, for tests, benchmarks and `explain`-style output."""
+
+    manifests_total: int = 0
+    manifests_skipped: int = 0
+    entries_scanned: int = 0
+    files_skipped_by_partition: int = 0
+    files_skipped_by_metrics: int = 0
+    files_planned: int = 0
+
+
+class _SpecEvaluators:
+    """The evaluators one partition spec needs, built once per spec per planning run."""
+
+    def __init__(
+        self, schema: Schema, spec: PartitionSpec, row_filter: BooleanExpression, case_sensitive: bool
+    ) -> None:
+        self.spec = spec
+        self.manifest_evaluator = ManifestEvaluator(spec, schema, row_filter, case_sensitive)
+        partition_struct = spec.partition_type(schema)
+        projected = inclusive_projection(schema, spec, case_sensitive)(row_filter)
+        partition_schema = Schema(*partition_struct.fields)
+        self._partition_match: Callable[[Any], bool] = expression_evaluator(
+            partition_struct, bind(partition_schema, projected, case_sensitive)
+        )
+        self._residuals = ResidualEvaluator(spec, schema, row_filter, case_sensitive)
+        self._residual_cache: dict[tuple[Any, ...], BooleanExpression] = {}
+
+    def partition_may_match(self, partition: tuple[Any, ...]) -> bool:
+        return self._partition_match(partition)
+
+    def residual(self, partition: tuple[Any, ...]) -> BooleanExpression:
+        # Files of one partition share a residual; most tables have far fewer partitions than files.
+        key = tuple(partition)
+        r = self._residual_cache.get(key)
+        if r is None:
+            r = self._residuals.residual_for(partition)
+            self._residual_cache[key] = r
+        return r
+
+
+def _live(entries: Iterable[ManifestEntry]) -> Iterator[ManifestEntry]:
+    return (e for e in entries if e.status != ManifestEntryStatus.DELETED)
+
+
+def _refuse_row_level_deletes(io: FileIO, snapshot: Snapshot, delete_manifests: list[ManifestFile]) -> None:
+    """Until row-level deletes are read, a snapshot with live delete files must not be read at all:
+    returning its data files alone would resurrect deleted rows."""
+    live = 0
+    for m in delete_manifests:
+        added = m.added_files_count
+        existing = m.existing_files_count
+        if added is not None and existing is not None:
+            live += added + existing
+        else:
+            live += sum(1 for _ in _live(read_manifest(io, m)))
+        if live:
+            break
+    if live:
+        raise UnsupportedFeatureError(
+            f"snapshot {snapshot.snapshot_id} has row-level delete files (merge-on-read), which this "
+            "version of icefloe cannot apply yet",
+            hint="read an older snapshot without delete files, or compact the table with an engine "
+            "that applies deletes (e.g. Spark rewrite_data_files) first",
+            snapshot_id=snapshot.snapshot_id,
+        )
+
+
+def plan_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression | None = None,
+    *,
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+    stats: PlanningStats | None = None,
+    max_workers: int = 4,
+) -> list[FileScanTask]:
+    """Plan one task per data file of ``snapshot`` that may hold rows matching ``row_filter``.
+
+    ``schema`` is the schema the filter binds to (the snapshot's, for time travel; the current
+    one by default). Partition specs refer to field ids, so any schema of the table works for
+    pruning as long as it still has the partition source columns.
+    """
+    if snapshot is None:
+        return []
+    stats = stats if stats is not None else PlanningStats()
+    row_filter = row_filter if row_filter is not None else AlwaysTrue()
+    schema = schema if schema is not None else metadata.schema()
+    # Bind once up front so a bad filter fails before any file is opened.
+    bind(schema, row_filter, case_sensitive)
+    metrics_evaluator = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive)
+
+    manifests = read_manifest_list(io, snapshot.manifest_list)
+    stats.manifests_total = len(manifests)
+    data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
+    delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+    if delete_manifests:
+        _refuse_row_level_deletes(io, snapshot, delete_manifests)
+
+    evaluators: dict[int, _SpecEvaluators] = {}
+
+    def evaluators_for(spec_id: int) -> _SpecEvaluators:
+        ev = evaluators.get(spec_id)
+        if ev is None:
+            ev = _SpecEvaluators(schema, metadata.spec_by_id(spec_id), row_filter, case_sensitive)
+            evaluators[spec_id] = ev
+        return ev
+
+    surviving: list[ManifestFile] = []
+    for m in data_manifests:
+        if evaluators_for(m.partition_spec_id).manifest_evaluator.eval(m):
+            surviving.append(m)
+        else:
+            stats.manifests_skipped += 1
+
+    def plan_manifest(m: ManifestFile) -> list[FileScanTask]:
+        ev = evaluators[m.partition_spec_id]
+        tasks: list[FileScanTask] = []
+        for entry in _live(read_manifest(io, m)):
+            stats.entries_scanned += 1
+            f = entry.data_file
+            if f.content != DataFileContent.DATA:
+                continue
+            if not ev.partition_may_match(f.partition):
+                stats.files_skipped_by_partition += 1
+                continue
+            if not metrics_evaluator.eval(f):
+                stats.files_skipped_by_metrics += 1
+                continue
+            tasks.append(FileScanTask(f, ev.residual(f.partition)))
+        return tasks
+
+    if len(surviving) > 1 and max_workers > 1:
+        # Manifest reads are I/O bound on object stores; keep the manifest-list order.
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(surviving))) as pool:
+            per_manifest = list(pool.map(plan_manifest, surviving))
+    else:
+        per_manifest = [plan_manifest(m) for m in surviving]
+    tasks = [t for ts in per_manifest for t in ts]
+    stats.files_planned = len(tasks)
+    return tasks
+
+
+def plan_tasks(
+    tasks: Iterable[FileScanTask],
+    *,
+    split_size: int = 128 * 1024 * 1024,
+    open_file_cost: int = 4 * 1024 * 1024,
+) -> list[list[FileScanTask]]:
+    """Split large files at row-group boundaries (``split_offsets``) and pack small ones into
+    groups of about ``split_size`` bytes, counting at least ``open_file_cost`` per piece —
+    Iceberg's read.split.* behaviour, for engines that run one group per worker task."""
+    pieces: list[FileScanTask] = []
+    for t in tasks:
+        offsets = list(t.file.split_offsets or ())
+        size = t.file.file_size_in_bytes
+        if size > split_size and len(offsets) > 1 and t.start == 0 and t.length is None:
+            # The first piece starts at byte 0 and the last runs to the end of the file; a reader
+            # takes the row groups whose first byte falls inside its piece.
+            bounds = [0, *offsets[1:], size]
+            start = 0
+            for i in range(1, len(bounds)):
+                end = bounds[i]
+                if end - start >= split_size or i == len(bounds) - 1:
+                    pieces.append(FileScanTask(t.file, t.residual, t.delete_files, start, end - start))
+                    start = end
+        else:
+            pieces.append(t)
+
+    groups: list[list[FileScanTask]] = []
+    current: list[FileScanTask] = []
+    current_size = 0
+    for p in pieces:
+        weight = max(p.size_in_bytes, open_file_cost)
+        if current and current_size + weight > split_size:
+            groups.append(current)
+            current, current_size = [], 0
+        current.append(p)
+        current_size += weight
+    if current:
+        groups.append(current)
+    return groups

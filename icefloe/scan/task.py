@@ -1,0 +1,36 @@
+"""Scan tasks: the picklable unit of reading work that planning hands to a reader or an engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from icefloe.expressions import BooleanExpression
+    from icefloe.manifest import DataFile
+
+__all__ = ["FileScanTask"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileScanTask:
+    """Read ``file`` (or the byte range ``[start, start + length)`` of it, on row-group boundaries),
+    keep the rows for which ``residual`` holds, and drop the rows that ``delete_files`` delete.
+
+    ``residual`` is the part of the scan filter that partition values could not decide; it is
+    unbound (by column name) so the task stays small and picklable for engines such as Spark.
+    """
+
+    file: DataFile
+    residual: BooleanExpression
+    delete_files: tuple[DataFile, ...] = field(default=())
+    start: int = 0
+    length: int | None = None
+
+    @property
+    def file_path(self) -> str:
+        return self.file.file_path
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.length if self.length is not None else self.file.file_size_in_bytes

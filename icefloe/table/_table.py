@@ -1,0 +1,148 @@
+"""`Table`: a thin handle on one table's metadata, its FileIO and the catalog it lives in.
+
+It holds no logic of its own beyond delegation: scanning lives in :mod:`icefloe.table.scan`,
+changes in :mod:`icefloe.table.transaction` and the snapshot producers of :mod:`icefloe.transaction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from icefloe.expressions import BooleanExpression
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.catalog import Catalog
+    from icefloe.io import FileIO
+    from icefloe.spec.partition import PartitionSpec
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.snapshot import Snapshot, SnapshotRef
+    from icefloe.spec.sort_order import SortOrder
+    from icefloe.spec.table_metadata import TableMetadata
+    from icefloe.table.scan import DataScan
+    from icefloe.table.transaction import Transaction
+
+__all__ = ["Table"]
+
+
+class Table:
+    def __init__(
+        self,
+        identifier: tuple[str, ...],
+        metadata: TableMetadata,
+        metadata_location: str,
+        io: FileIO,
+        catalog: Catalog,
+    ) -> None:
+        self.identifier = identifier
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+        self.io = io
+        self.catalog = catalog
+
+    # ------------------------------------------------------------------ views of the metadata
+    @property
+    def name(self) -> str:
+        return ".".join(self.identifier)
+
+    @property
+    def location(self) -> str:
+        return self.metadata.location
+
+    @property
+    def format_version(self) -> int:
+        return self.metadata.format_version
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    def schemas(self) -> dict[int, Schema]:
+        return {s.schema_id: s for s in self.metadata.schemas}
+
+    def spec(self) -> PartitionSpec:
+        return self.metadata.spec()
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {s.spec_id: s for s in self.metadata.partition_specs}
+
+    def sort_order(self) -> SortOrder:
+        return self.metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self.metadata.current_snapshot()
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self.metadata.snapshots)
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot:
+        return self.metadata.snapshot_by_id(snapshot_id)
+
+    def refs(self) -> dict[str, SnapshotRef]:
+        return dict(self.metadata.refs)
+
+    def refresh(self) -> Table:
+        """Reload the current metadata from the catalog (in place) and return self."""
+        fresh = self.catalog.load_table(self.identifier)
+        self.metadata = fresh.metadata
+        self.metadata_location = fresh.metadata_location
+        return self
+
+    # ------------------------------------------------------------------ reads
+    def scan(
+        self,
+        row_filter: str | BooleanExpression | None = None,
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of_timestamp: Any = None,
+        limit: int | None = None,
+        options: dict[str, str] | None = None,
+    ) -> DataScan:
+        """A scan of one snapshot: the current one, ``snapshot_id``, the head of branch or tag
+        ``ref``, or the one current at ``as_of_timestamp`` (epoch ms, datetime or ISO string)."""
+        from icefloe.table.scan import DataScan
+
+        return DataScan(
+            self,
+            row_filter=row_filter,
+            selected_fields=tuple(selected_fields),
+            case_sensitive=case_sensitive,
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of_timestamp=as_of_timestamp,
+            limit=limit,
+            options=options or {},
+        )
+
+    # ------------------------------------------------------------------ writes
+    def transaction(self) -> Transaction:
+        """Several changes committed atomically: ``with table.transaction() as tx: ...``."""
+        from icefloe.table.transaction import Transaction
+
+        return Transaction(self)
+
+    def append(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Append Arrow data as one new snapshot (a fast append). Returns the snapshot, or None
+        when there was no row to append. On any error the table is left as it was."""
+        tx = self.transaction()
+        tx.append(data, snapshot_properties=snapshot_properties)
+        committed = tx.commit()
+        return committed[0] if committed else None
+
+    def __repr__(self) -> str:
+        snap = self.current_snapshot()
+        return (
+            f"Table({self.name!r}, format_version={self.format_version}, "
+            f"current_snapshot={snap.snapshot_id if snap else None}, location={self.location!r})"
+        )

@@ -1,0 +1,254 @@
+"""`DataScan`: choose a snapshot, plan its files, and read them as Arrow (or pandas, DuckDB).
+
+Which schema a scan reads with: a scan of the current state or of a branch head uses the table's
+current schema; a scan of a specific snapshot (by id, tag or timestamp) uses the schema that was
+current when that snapshot was written, as Iceberg Java does for time travel.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from icefloe.errors import NoSuchSnapshotError, ValidationError
+from icefloe.expressions import AlwaysTrue, And, BooleanExpression, parse
+from icefloe.scan.planner import PlanningStats, plan_files
+from icefloe.spec.snapshot import SnapshotRefType
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+    from icefloe.scan.task import FileScanTask
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.snapshot import Snapshot
+    from icefloe.table._table import Table
+
+__all__ = ["DataScan"]
+
+
+_TS_HELP = "as_of_timestamp must be epoch milliseconds, a datetime or ISO-8601 text"
+
+
+def _to_millis(ts: Any) -> int:
+    if isinstance(ts, bool):
+        raise ValidationError(f"{_TS_HELP}, got {ts!r}")
+    if isinstance(ts, int):
+        return ts
+    if isinstance(ts, str):
+        try:
+            ts = dt.datetime.fromisoformat(ts)
+        except ValueError:
+            raise ValidationError(f"as_of_timestamp {ts!r} is not an ISO-8601 timestamp") from None
+    if isinstance(ts, dt.datetime):
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=dt.UTC)
+        return int(ts.timestamp() * 1000)
+    raise ValidationError(f"{_TS_HELP}, got {ts!r}")
+
+
+class DataScan:
+    """An immutable description of a read; the ``to_*`` methods run it."""
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        row_filter: str | BooleanExpression | None = None,
+        selected_fields: tuple[str, ...] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of_timestamp: Any = None,
+        limit: int | None = None,
+        options: dict[str, str] | None = None,
+    ) -> None:
+        chosen = [x for x in (snapshot_id, ref, as_of_timestamp) if x is not None]
+        if len(chosen) > 1:
+            raise ValidationError("choose at most one of snapshot_id, ref and as_of_timestamp")
+        if limit is not None and limit < 0:
+            raise ValidationError(f"limit must be >= 0, got {limit}")
+        self.table = table
+        if row_filter is None:
+            row_filter = AlwaysTrue()
+        self.row_filter: BooleanExpression = parse(row_filter) if isinstance(row_filter, str) else row_filter
+        self.selected_fields = selected_fields
+        self.case_sensitive = case_sensitive
+        self.snapshot_id = snapshot_id
+        self.ref = ref
+        self.as_of_timestamp = as_of_timestamp
+        self.limit = limit
+        self.options = dict(options or {})
+        self.planning_stats = PlanningStats()
+        # Resolve eagerly so that a bad snapshot, ref, column or filter fails at scan() time.
+        self._snapshot = self._resolve_snapshot()
+        self._schema = self._resolve_schema()
+        self._projection = self._resolve_projection()
+        from icefloe.expressions import bind
+
+        bind(self._schema, self.row_filter, case_sensitive)
+
+    # ------------------------------------------------------------------ resolution
+    def _resolve_snapshot(self) -> Snapshot | None:
+        md = self.table.metadata
+        if self.snapshot_id is not None:
+            return md.snapshot_by_id(self.snapshot_id)
+        if self.ref is not None:
+            if self.ref not in md.refs:
+                raise NoSuchSnapshotError(
+                    f"table {self.table.name} has no branch or tag {self.ref!r}",
+                    hint=f"refs are: {', '.join(sorted(md.refs)) or '(none)'}",
+                    ref=self.ref,
+                )
+            return md.snapshot_for_ref(self.ref)
+        if self.as_of_timestamp is not None:
+            return md.snapshot_as_of(_to_millis(self.as_of_timestamp))
+        return md.current_snapshot()
+
+    def _resolve_schema(self) -> Schema:
+        md = self.table.metadata
+        reads_branch_head = (
+            self.snapshot_id is None
+            and self.as_of_timestamp is None
+            and (self.ref is None or md.refs[self.ref].ref_type == SnapshotRefType.BRANCH)
+        )
+        if reads_branch_head or self._snapshot is None or self._snapshot.schema_id is None:
+            return md.schema()
+        return md.schema_by_id(self._snapshot.schema_id)
+
+    def _resolve_projection(self) -> Schema:
+        if "*" in self.selected_fields:
+            return self._schema
+        return self._schema.select(list(self.selected_fields), self.case_sensitive)
+
+    # ------------------------------------------------------------------ refinement
+    def _copy(self, **changes: Any) -> DataScan:
+        args: dict[str, Any] = {
+            "row_filter": self.row_filter,
+            "selected_fields": self.selected_fields,
+            "case_sensitive": self.case_sensitive,
+            "snapshot_id": self.snapshot_id,
+            "ref": self.ref,
+            "as_of_timestamp": self.as_of_timestamp,
+            "limit": self.limit,
+            "options": self.options,
+        }
+        args.update(changes)
+        return DataScan(self.table, **args)
+
+    def filter(self, expr: str | BooleanExpression) -> DataScan:
+        more = parse(expr) if isinstance(expr, str) else expr
+        return self._copy(row_filter=And(self.row_filter, more))
+
+    def select(self, *names: str) -> DataScan:
+        return self._copy(selected_fields=names)
+
+    def use_ref(self, ref: str) -> DataScan:
+        return self._copy(ref=ref, snapshot_id=None, as_of_timestamp=None)
+
+    def with_limit(self, limit: int | None) -> DataScan:
+        return self._copy(limit=limit)
+
+    # ------------------------------------------------------------------ results
+    def snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def schema(self) -> Schema:
+        """The schema rows are read with (before projection)."""
+        return self._schema
+
+    def projection(self) -> Schema:
+        return self._projection
+
+    def plan_files(self) -> list[FileScanTask]:
+        self.planning_stats = PlanningStats()
+        return plan_files(
+            self.table.io,
+            self.table.metadata,
+            self._snapshot,
+            self.row_filter,
+            schema=self._schema,
+            case_sensitive=self.case_sensitive,
+            stats=self.planning_stats,
+        )
+
+    def arrow_schema(self) -> pa.Schema:
+        from icefloe.arrow.schema import schema_to_arrow
+
+        return schema_to_arrow(self._projection)
+
+    def _read_task(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+        from icefloe.arrow.reader import read_task
+
+        return read_task(
+            self.table.io,
+            task,
+            self._projection,
+            self._schema,
+            self.case_sensitive,
+            # Files written without field ids (e.g. migrated tables) resolve columns through it.
+            name_mapping=self.table.metadata.properties.get("schema.name-mapping.default"),
+        )
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        remaining = self.limit
+        if remaining == 0:
+            return
+        for task in self.plan_files():
+            for batch in self._read_task(task):
+                if remaining is not None:
+                    if batch.num_rows >= remaining:
+                        yield batch.slice(0, remaining)
+                        return
+                    remaining -= batch.num_rows
+                if batch.num_rows:
+                    yield batch
+
+    def to_batches(self) -> pa.RecordBatchReader:
+        """Stream the rows one file at a time (bounded memory)."""
+        import pyarrow as pa
+
+        return pa.RecordBatchReader.from_batches(self.arrow_schema(), self._batches())
+
+    def to_arrow(self) -> pa.Table:
+        """Read everything into one Arrow table (files are read in parallel, kept in plan order)."""
+        import pyarrow as pa
+
+        schema = self.arrow_schema()
+        if self.limit is not None:
+            return pa.Table.from_batches(list(self._batches()), schema=schema)
+        tasks = self.plan_files()
+
+        def read_all(task: FileScanTask) -> list[pa.RecordBatch]:
+            return [b for b in self._read_task(task) if b.num_rows]
+
+        workers = int(self.options.get("read.threads", "4"))
+        if len(tasks) > 1 and workers > 1:
+            with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+                parts = list(pool.map(read_all, tasks))
+        else:
+            parts = [read_all(t) for t in tasks]
+        return pa.Table.from_batches([b for p in parts for b in p], schema=schema)
+
+    def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_duckdb(
+        self, table_name: str, connection: duckdb.DuckDBPyConnection | None = None
+    ) -> duckdb.DuckDBPyConnection:
+        """Register the scan's rows as ``table_name`` in a DuckDB connection (a new one if none)."""
+        import duckdb
+
+        con = connection if connection is not None else duckdb.connect()
+        con.register(table_name, self.to_arrow())
+        return con
+
+    def count(self) -> int:
+        """The number of rows the scan returns."""
+        n = 0
+        for batch in self._batches():
+            n += batch.num_rows
+        return n

@@ -1,0 +1,146 @@
+"""The optimistic-concurrency commit loop.
+
+    attempt ─▶ refresh base ─▶ each action: apply(base') ─▶ catalog compare-and-swap
+       ▲                                                        │
+       └──── CommitFailedError: back off (commit.retry.*) ◀─────┘
+
+Each attempt re-applies the actions on the refreshed metadata (they re-validate there), reusing
+what they already wrote. A definite failure cleans up what the actions wrote; an unknown
+outcome is resolved by looking for our snapshots in the refreshed table and, if still unknown,
+re-raised without deleting anything (the new metadata may be live).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from icefloe.errors import CommitFailedError, CommitStateUnknownError, IcefloeError
+from icefloe.spec.updates import AssertRefSnapshotId, MetadataUpdate, TableRequirement, apply_updates
+from icefloe.transaction._producer import SnapshotProducer
+
+if TYPE_CHECKING:
+    from icefloe.catalog import Catalog
+    from icefloe.spec.table_metadata import TableMetadata
+
+__all__ = ["CommitStats", "RetryPolicy", "commit_actions"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """commit.retry.* with Iceberg Java's defaults."""
+
+    num_retries: int = 4
+    min_wait_ms: int = 100
+    max_wait_ms: int = 60_000
+    total_timeout_ms: int = 30 * 60_000
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> RetryPolicy:
+        def get(key: str, default: int) -> int:
+            try:
+                return int(props.get(key, default))
+            except ValueError:
+                return default
+
+        return cls(
+            num_retries=get("commit.retry.num-retries", 4),
+            min_wait_ms=get("commit.retry.min-wait-ms", 100),
+            max_wait_ms=get("commit.retry.max-wait-ms", 60_000),
+            total_timeout_ms=get("commit.retry.total-timeout-ms", 30 * 60_000),
+        )
+
+    def wait_ms(self, retry: int) -> float:
+        """Exponential backoff with full jitter in [min, min * 2^retry], capped at max."""
+        ceiling = min(self.max_wait_ms, self.min_wait_ms * (2**retry))
+        return float(random.uniform(self.min_wait_ms, max(self.min_wait_ms, ceiling)))
+
+
+@dataclass
+class CommitStats:
+    attempts: int = 0
+    retries: int = 0
+
+
+def commit_actions(
+    catalog: Catalog,
+    identifier: tuple[str, ...],
+    base: TableMetadata,
+    actions: Sequence[SnapshotProducer],
+    *,
+    extra_updates: Sequence[MetadataUpdate] = (),
+    extra_requirements: Sequence[TableRequirement] = (),
+    stats: CommitStats | None = None,
+) -> tuple[TableMetadata, str]:
+    """Commit ``actions`` (applied in order) as one atomic change, retrying on conflicts."""
+    stats = stats if stats is not None else CommitStats()
+    policy = RetryPolicy.from_properties(dict(base.properties))
+    started = time.monotonic()
+    current = base
+    while True:
+        stats.attempts += 1
+        try:
+            updates: list[MetadataUpdate] = list(extra_updates)
+            requirements: list[TableRequirement] = list(extra_requirements)
+            working = current
+            for action in actions:
+                changes = action.apply(working)
+                # Later actions in the transaction see the earlier ones' effects.
+                working = apply_updates(working, changes.updates, None)
+                updates += changes.updates
+                for r in changes.requirements:
+                    _add_requirement(requirements, r)
+            result = catalog.commit_table(identifier, requirements, updates)
+        except CommitFailedError:
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if stats.retries >= policy.num_retries or elapsed_ms >= policy.total_timeout_ms:
+                _cleanup(actions, committed=False)
+                raise
+            stats.retries += 1
+            time.sleep(policy.wait_ms(stats.retries) / 1000)
+            current = catalog.load_table(identifier).metadata
+            continue
+        except CommitStateUnknownError:
+            if _landed(catalog, identifier, actions):
+                _cleanup(actions, committed=True)
+                table = catalog.load_table(identifier)
+                return table.metadata, table.metadata_location
+            raise
+        except IcefloeError:
+            # Validation failed or the input was bad: nothing was committed.
+            _cleanup(actions, committed=False)
+            raise
+        _cleanup(actions, committed=True)
+        return result
+
+
+def _add_requirement(requirements: list[TableRequirement], r: TableRequirement) -> None:
+    """Requirements describe the base the whole commit starts from: when two actions of one
+    transaction touch the same branch, only the first one's expectation of it is kept."""
+    if r in requirements:
+        return
+    if isinstance(r, AssertRefSnapshotId) and any(
+        isinstance(q, AssertRefSnapshotId) and q.ref == r.ref for q in requirements
+    ):
+        return
+    requirements.append(r)
+
+
+def _landed(catalog: Catalog, identifier: tuple[str, ...], actions: Sequence[SnapshotProducer]) -> bool:
+    """Whether every action's snapshot is in the table now (the unknown commit went through)."""
+    try:
+        metadata = catalog.load_table(identifier).metadata
+    except IcefloeError:
+        return False
+    return all(
+        a.committed_snapshot is not None and a.committed_snapshot.snapshot_id in metadata.snapshots_by_id
+        for a in actions
+    )
+
+
+def _cleanup(actions: Sequence[SnapshotProducer], *, committed: bool) -> None:
+    for a in actions:
+        a.cleanup(committed=committed)

@@ -1,0 +1,163 @@
+"""The snapshot producer protocol that every table action implements, and the shared machinery.
+
+One attempt of a snapshot-producing action::
+
+    base metadata ─▶ validate(base)        re-check the action's assumptions on the new base
+                  ─▶ manifests(base)       manifests written once, reused by later attempts
+                  ─▶ manifest list         one file per attempt: snap-<id>-<attempt>-<uuid>.avro
+                  ─▶ updates + requirements  AddSnapshot, SetSnapshotRef / AssertRefSnapshotId
+
+The catalog turns updates and requirements into a compare-and-swap; the retry loop in
+:mod:`icefloe.transaction._commit` calls :meth:`SnapshotProducer.apply` once per attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from icefloe.errors import FileIOError
+from icefloe.manifest import ManifestFile, write_manifest_list
+from icefloe.spec.snapshot import MAIN_BRANCH, Operation, Snapshot, SnapshotRef, SnapshotRefType, Summary
+from icefloe.spec.updates import (
+    AddSnapshot,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    MetadataUpdate,
+    SetSnapshotRef,
+    TableRequirement,
+)
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
+    from icefloe.spec.table_metadata import TableMetadata
+
+__all__ = ["PendingChanges", "SnapshotProducer", "metadata_dir", "new_snapshot_id"]
+
+
+def new_snapshot_id() -> int:
+    """A random positive 63-bit id, as Iceberg Java makes them."""
+    return uuid.uuid4().int & ((1 << 63) - 1)
+
+
+def metadata_dir(metadata: TableMetadata) -> str:
+    path = metadata.properties.get("write.metadata.path")
+    return (path or f"{metadata.location.rstrip('/')}/metadata").rstrip("/")
+
+
+class PendingChanges:
+    """What one attempt of an action contributes to a commit."""
+
+    def __init__(self, updates: list[MetadataUpdate], requirements: list[TableRequirement]) -> None:
+        self.updates = updates
+        self.requirements = requirements
+
+
+class SnapshotProducer(ABC):
+    """Base of the actions that add one snapshot to a branch.
+
+    Subclasses provide the operation, the validation against a (possibly newer) base, and the
+    manifests of the new snapshot; this class writes the manifest list, names files, builds the
+    snapshot and the updates, and remembers every file it wrote so a failed commit can clean up.
+    """
+
+    operation: Operation
+
+    def __init__(
+        self, io: FileIO, *, branch: str = MAIN_BRANCH, snapshot_properties: dict[str, str] | None = None
+    ) -> None:
+        self.io = io
+        self.branch = branch
+        self.commit_uuid = str(uuid.uuid4())
+        self.snapshot_id = new_snapshot_id()
+        self.snapshot_properties = dict(snapshot_properties or {})
+        self._attempt = 0
+        self._manifest_counter = 0
+        self._written_manifests: list[str] = []
+        self._written_manifest_lists: list[str] = []
+        self.committed_snapshot: Snapshot | None = None
+
+    # ------------------------------------------------------------------ for subclasses
+    def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:  # noqa: B027
+        """Raise a typed error if the action's assumptions no longer hold on ``base``."""
+
+    @abstractmethod
+    def manifests(self, base: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
+        """Every manifest of the new snapshot (new ones written once and cached)."""
+
+    @abstractmethod
+    def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
+        """Summary properties (without ``operation``)."""
+
+    def data_files_written(self) -> Sequence[str]:
+        """Data or delete files this action wrote itself, deleted if the commit fails for sure."""
+        return ()
+
+    # ------------------------------------------------------------------ shared machinery
+    def new_manifest_path(self, metadata: TableMetadata) -> str:
+        path = f"{metadata_dir(metadata)}/{self.commit_uuid}-m{self._manifest_counter}.avro"
+        self._manifest_counter += 1
+        self._written_manifests.append(path)
+        return path
+
+    def apply(self, base: TableMetadata) -> PendingChanges:
+        """One attempt: validate on ``base`` and produce the updates and requirements."""
+        self._attempt += 1
+        parent = base.snapshot_for_ref(self.branch) if self.branch in base.refs else None
+        self.validate(base, parent)
+        # The snapshot id stays fixed across attempts: manifests already written carry it. A random
+        # 63-bit id colliding is not a practical concern; the metadata builder rejects duplicates.
+        sequence_number = base.next_sequence_number()
+        manifests = self.manifests(base, parent)
+        list_path = f"{metadata_dir(base)}/snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
+        self._written_manifest_lists.append(list_path)
+        write_manifest_list(
+            self.io,
+            list_path,
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            manifests=manifests,
+            format_version=base.format_version,
+        )
+        props = self.summary(base, parent)
+        props.update(self.snapshot_properties)
+        snapshot = Snapshot(
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            timestamp_ms=max(int(time.time() * 1000), base.last_updated_ms),
+            manifest_list=list_path,
+            summary=Summary(self.operation, props),
+            schema_id=base.current_schema_id,
+        )
+        self.committed_snapshot = snapshot
+        updates: list[MetadataUpdate] = [
+            AddSnapshot(snapshot),
+            SetSnapshotRef(self.branch, SnapshotRef(snapshot.snapshot_id, SnapshotRefType.BRANCH)),
+        ]
+        requirements: list[TableRequirement] = [
+            AssertTableUUID(base.table_uuid),
+            AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None),
+        ]
+        return PendingChanges(updates, requirements)
+
+    def cleanup(self, *, committed: bool) -> None:
+        """Delete what this action wrote that the table does not reference.
+
+        After a successful commit only the manifest lists of failed attempts go; after a
+        definite failure everything goes. Never called when the outcome is unknown.
+        """
+        lists = self._written_manifest_lists[:-1] if committed else self._written_manifest_lists
+        paths = list(lists)
+        if not committed:
+            paths += self._written_manifests
+            paths += list(self.data_files_written())
+        for p in paths:
+            # Best effort: an orphan file is harmless, and orphan-file cleanup finds it.
+            with contextlib.suppress(FileIOError):
+                self.io.delete(p)

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test suite: the oracle harness (Iceberg Java, PyIceberg, DuckDB) is set up first so the
+# interoperability tests run; ICEFLOE_SKIP_ORACLE=1 skips them for a quick local run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ "${ICEFLOE_SKIP_ORACLE:-0}" != 1 ]; then
+  oracle_dir="${ICEFLOE_ORACLE_DIR:-$(cd .. && pwd)/shared/oracle}"
+  if [ -x "$oracle_dir/setup.sh" ]; then
+    bash "$oracle_dir/setup.sh" >/tmp/icefloe-oracle-setup.log 2>&1 || { cat /tmp/icefloe-oracle-setup.log; exit 1; }
+    export ICEFLOE_ORACLE_DIR="$oracle_dir"
+  fi
+fi
+exec .venv/bin/python -m pytest "$@"
