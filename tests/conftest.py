@@ -9,6 +9,22 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Where the Iceberg Java reference tables live (scripts/oracle_ref_tables.sh writes them there).
+# Golden tests skip when they are absent, except in CI (ICEFLOE_REQUIRE_ORACLE=1), where that fails.
+os.environ.setdefault(
+    "ICEFLOE_ORACLE_REF", os.path.expanduser("~/.cache/icefloe-oracle/ref-tables")
+)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    ref = Path(os.environ["ICEFLOE_ORACLE_REF"])
+    if os.environ.get("ICEFLOE_REQUIRE_ORACLE") == "1" and not (ref / "index.json").is_file():
+        raise pytest.UsageError(
+            f"ICEFLOE_REQUIRE_ORACLE=1 but no Iceberg Java reference tables at {ref}; "
+            "run scripts/oracle_ref_tables.sh (./run test does)"
+        )
+
+
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

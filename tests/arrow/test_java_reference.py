@@ -1,6 +1,6 @@
 """Against Iceberg Java 1.10: read its data files by id, and rewrite them to compare metrics.
 
-Uses the reference tables generated at /work/oracle-ref (see tests/interop); skipped when absent.
+Uses the reference tables generated at $ICEFLOE_ORACLE_REF (see tests/interop); skipped when absent.
 The Java manifests are read with fastavro directly so this test depends only on the Arrow layer.
 """
 
@@ -22,7 +22,7 @@ from icefloe.manifest import DataFile, FileFormat
 from icefloe.scan.task import FileScanTask
 from icefloe.spec.schema import Schema
 
-REF = Path(os.environ.get("ICEFLOE_ORACLE_REF", "/work/oracle-ref"))
+REF = Path(os.environ["ICEFLOE_ORACLE_REF"])
 TABLE = REF / "hadoop" / "ref" / "types_v2"
 
 

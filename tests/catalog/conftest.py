@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from icefloe.catalog import Catalog
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType, TimestamptzType
 
-ORACLE_REF = Path("/work/oracle-ref")
+ORACLE_REF = Path(os.environ["ICEFLOE_ORACLE_REF"])
 
 
 def make_schema() -> Schema:

@@ -1,4 +1,4 @@
-"""Pruning against metadata written by Iceberg Java 1.10 (the reference tables at /work/oracle-ref).
+"""Pruning against metadata written by Iceberg Java 1.10 (the reference tables at $ICEFLOE_ORACLE_REF).
 
 For filters built from values that really occur in each table, and for every live data file:
 a file or manifest that holds a matching row is never pruned (inclusive metrics, manifest
@@ -49,7 +49,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import read_metadata_json
 from icefloe.spec.types import PrimitiveType, StringType
 
-REF = Path(os.environ.get("ICEFLOE_ORACLE_REF", "/work/oracle-ref"))
+REF = Path(os.environ["ICEFLOE_ORACLE_REF"])
 TABLES = [
     "part_bucket",
     "part_days",

@@ -340,12 +340,8 @@ def format_outcome(o: VerifyOutcome) -> str:
 
 
 def reference_dir() -> Path:
-    env = os.environ.get("ICEFLOE_ORACLE_REF")
-    if env:
-        return Path(env)
-    if Path("/work/oracle-ref/index.json").exists():
-        return Path("/work/oracle-ref")
-    return Path(os.path.expanduser("~/.cache/icefloe-oracle/ref-tables"))
+    # tests/conftest.py always sets it (default: the shared cache directory).
+    return Path(os.environ["ICEFLOE_ORACLE_REF"])
 
 
 def ensure_reference_tables() -> Path:

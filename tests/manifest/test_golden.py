@@ -1,4 +1,4 @@
-"""Golden checks against tables written by Iceberg Java 1.10 (generated at /work/oracle-ref;
+"""Golden checks against tables written by Iceberg Java 1.10 (generated at $ICEFLOE_ORACLE_REF;
 see the oracle harness README). Skipped when the reference tables are absent.
 
 * every manifest list and manifest reads, and the live files and rows add up to the snapshot
@@ -36,7 +36,7 @@ from icefloe.manifest._schemas import manifest_entry_struct, manifest_list_struc
 from icefloe.spec.partition import PartitionSpec
 from icefloe.spec.schema import Schema
 
-ORACLE_REF = Path(os.environ.get("ICEFLOE_ORACLE_REF", "/work/oracle-ref"))
+ORACLE_REF = Path(os.environ["ICEFLOE_ORACLE_REF"])
 IO = LocalFileIO()
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-ORACLE_REF = Path("/work/oracle-ref/hadoop/ref")
+ORACLE_REF = Path(os.environ["ICEFLOE_ORACLE_REF"]) / "hadoop" / "ref"
 
 
 def java_metadata_files() -> list[Path]:

@@ -364,7 +364,7 @@ def test_json_round_trip_property(texts: list[str], spec_id: int, last_id: int) 
 
 # --------------------------------------------------------------------------- golden: Iceberg Java tables
 
-ORACLE = Path(os.environ.get("ICEFLOE_ORACLE_REF", "/work/oracle-ref"))
+ORACLE = Path(os.environ["ICEFLOE_ORACLE_REF"])
 
 
 def _oracle_tables() -> list[dict[str, Any]]:
