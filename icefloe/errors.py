@@ -21,7 +21,11 @@ The tree::
     ├── NamespaceNotEmptyError
     ├── CommitError
     │   ├── CommitFailedError      the table moved under us; retryable
-    │   └── CommitStateUnknownError    the outcome is unknown; never clean up after it
+    │   ├── CommitStateUnknownError    the outcome is unknown; never clean up after it
+    │   └── ConflictError          a concurrent commit invalidated this operation; not retryable
+    │       ├── ConflictingDataFilesError     new data files match the operation's conflict filter
+    │       ├── ConflictingDeleteFilesError   new deletes for data files the operation read/rewrote
+    │       └── MissingFilesError             files the operation removes or references are gone
     ├── UnsupportedFeatureError    valid Iceberg that icefloe cannot handle yet
     └── FileIOError                a file could not be read or written
 
@@ -39,10 +43,14 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "ConfigError",
+    "ConflictError",
+    "ConflictingDataFilesError",
+    "ConflictingDeleteFilesError",
     "ExpressionError",
     "FileIOError",
     "IcefloeError",
     "InvalidMetadataError",
+    "MissingFilesError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
     "NoSuchNamespaceError",
@@ -160,6 +168,28 @@ class CommitFailedError(CommitError):
 class CommitStateUnknownError(CommitError):
     """The catalog did not say whether the commit landed (timeout, lost connection). Files the
     commit wrote must not be deleted: they may be part of the table now."""
+
+
+class ConflictError(CommitError):
+    """Validation against what committed concurrently failed: re-applying the operation on the new
+    table state would break its guarantees (lose a delete, resurrect a row, rewrite rows twice).
+    Not retryable as is: the caller must re-read the table and decide again.
+
+    Context fields: ``snapshot_id`` of the conflicting commit, ``operation`` of ours,
+    ``isolation_level``, and the ``files`` involved."""
+
+
+class ConflictingDataFilesError(ConflictError):
+    """Data files added concurrently match the rows this operation read or replaces."""
+
+
+class ConflictingDeleteFilesError(ConflictError):
+    """Delete files were added concurrently for data files this operation read, rewrote or
+    references."""
+
+
+class MissingFilesError(ConflictError):
+    """Files this operation removes or references were removed by a concurrent commit."""
 
 
 class UnsupportedFeatureError(IcefloeError, NotImplementedError):
