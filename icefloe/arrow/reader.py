@@ -9,8 +9,10 @@
        nulls or initial defaults, nested projection) -> apply the residual -> project
 
 Output batches have exactly ``schema_to_arrow(projected_schema)``; batches left empty by the
-residual are skipped. Row-level deletes are not applied yet, so tasks with delete files are refused
-rather than returning deleted rows.
+residual are skipped. Row-level deletes (``task.delete_files``) are applied per batch before the
+residual, by :mod:`icefloe.arrow.apply_deletes`: each batch knows the file position of its first row
+(row groups are read in contiguous runs starting at their first row index), and equality columns
+the projection lacks are read too and dropped afterwards.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from icefloe.arrow._name_mapping import (
     mapping_from_schema,
     parse_name_mapping,
 )
+from icefloe.arrow.apply_deletes import DeleteFilter, DeleteLoader
 from icefloe.arrow.metrics import row_group_start
 from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
 from icefloe.errors import SchemaError, UnsupportedFeatureError
@@ -64,20 +67,15 @@ def read_task(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     name_mapping: str | Sequence[Any] | None = None,
+    delete_loader: DeleteLoader | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Stream the rows of ``task`` that satisfy its residual, as ``projected_schema``.
+    """Stream the rows of ``task`` that its delete files keep and that satisfy its residual, as
+    ``projected_schema``. ``delete_loader`` caches delete-file reads (a process-wide one by default).
 
     Columns are resolved by field id. ``name_mapping`` (the table's
     ``schema.name-mapping.default``) assigns ids to files written without them; without it such
     files are matched by column name against ``table_schema``.
     """
-    if task.delete_files:
-        raise UnsupportedFeatureError(
-            f"{task.file.file_path} has {len(task.delete_files)} delete file(s); "
-            "row-level deletes are not supported by this reader yet",
-            hint="compact the table with an engine that applies deletes, or wait for delete support",
-            file=task.file.file_path,
-        )
     residual: BooleanExpression | None = task.residual
     if isinstance(residual, AlwaysFalse):
         return
@@ -85,17 +83,24 @@ def read_task(
         residual = None
     else:
         residual = bind(table_schema, residual, case_sensitive)
+    deletes: DeleteFilter | None = None
+    if task.delete_files:
+        deletes = DeleteFilter(io, task.file, task.delete_files, table_schema, delete_loader)
+        if deletes.is_noop():
+            deletes = None
     read_schema = projected_schema
-    if residual is not None:
-        extra = referenced_field_ids(residual) - projected_schema.field_ids()
-        if extra:
-            read_schema = table_schema.select_ids(projected_schema.field_ids() | extra)
+    extra = set() if residual is None else referenced_field_ids(residual)
+    if deletes is not None:
+        extra |= deletes.equality_field_ids
+    extra -= projected_schema.field_ids()
+    if extra:
+        read_schema = table_schema.select_ids(projected_schema.field_ids() | extra)
 
     stream = io.new_input(task.file.file_path).open()
     try:
         pf = pq.ParquetFile(stream)
         yield from _read(
-            pf, task, projected_schema, read_schema, residual, batch_size, name_mapping, table_schema
+            pf, task, projected_schema, read_schema, residual, batch_size, name_mapping, table_schema, deletes
         )
     finally:
         stream.close()
@@ -110,6 +115,7 @@ def _read(
     batch_size: int,
     name_mapping: str | Sequence[Any] | None,
     table_schema: Schema,
+    deletes: DeleteFilter | None = None,
 ) -> Iterator[pa.RecordBatch]:
     file_schema = pf.schema_arrow
     annotated = not has_field_ids(file_schema)
@@ -141,7 +147,7 @@ def _read(
 
         filter_expr = to_arrow_expression(residual, read_schema)
 
-    for raw in _raw_batches(pf, row_groups, columns, batch_size):
+    for first_row, raw in _positioned_batches(pf, row_groups, columns, batch_size):
         n = raw.num_rows
         file_cols: dict[int, tuple[pa.Array, pa.Field]] = {}
         for i, f in enumerate(wanted):
@@ -154,6 +160,10 @@ def _read(
             batch = pa.RecordBatch.from_arrays(arrays, schema=read_arrow)
         else:
             batch = raw.select([])  # keeps the row count
+        if deletes is not None:
+            keep = deletes.keep_mask(batch, read_schema, first_row)
+            if keep is not None:
+                batch = batch.filter(pa.array(keep))
         if filter_expr is not None:
             table = pa.Table.from_batches([batch]).filter(filter_expr)
             if table.num_rows == 0:
@@ -164,6 +174,28 @@ def _read(
         if read_schema is not projected_schema:
             batch = to_table_layout(batch, projected_schema)
         yield batch
+
+
+def _positioned_batches(
+    pf: pq.ParquetFile, row_groups: list[int], columns: list[str], batch_size: int
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Batches with the file position of their first row (what position deletes refer to): each
+    contiguous run of row groups is streamed from its first row index on."""
+    meta = pf.metadata
+    first_rows = [0]
+    for i in range(meta.num_row_groups):
+        first_rows.append(first_rows[-1] + meta.row_group(i).num_rows)
+    runs: list[list[int]] = []
+    for i in row_groups:
+        if runs and runs[-1][-1] + 1 == i:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    for run in runs:
+        position = first_rows[run[0]]
+        for raw in _raw_batches(pf, run, columns, batch_size):
+            yield position, raw
+            position += raw.num_rows
 
 
 def _raw_batches(

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icefloe.arrow.conform import check_arrow_schema, conform_batch
-from icefloe.arrow.metrics import MetricsCollector, MetricsConfig
+from icefloe.arrow.metrics import FileMetrics, MetricsCollector, MetricsConfig
 from icefloe.arrow.partitioning import partition_batch
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.errors import ConfigError, IcefloeError, ValidationError
@@ -151,6 +151,58 @@ class _OpenFile:
     metrics: MetricsCollector
 
 
+# Shared with icefloe.arrow.deletes (delete files are named, opened and closed the same way).
+write_options = _options
+
+
+def file_location(
+    options: _Options,
+    spec: PartitionSpec,
+    schema: Schema,
+    partition: tuple[Any, ...],
+    write_uuid: str,
+    file_count: int,
+    suffix: str = "",
+) -> str:
+    """Java's file naming: ``<data path>/<partition path>/00000-0-<uuid>-<nnnnn><suffix>.parquet``."""
+    name = f"00000-0-{write_uuid}-{file_count:05d}{suffix}.parquet"
+    if spec.fields:
+        return f"{options.data_path}/{spec.partition_path(partition, schema)}/{name}"
+    return f"{options.data_path}/{name}"
+
+
+def open_parquet_file(
+    io: FileIO,
+    path: str,
+    schema: Schema,
+    arrow_schema: pa.Schema,
+    options: _Options,
+    metrics_config: MetricsConfig,
+) -> _OpenFile:
+    stream = io.new_output(path).create()
+    sink = pa.PythonFile(stream, mode="w")
+    writer = pq.ParquetWriter(
+        sink,
+        arrow_schema,
+        compression=options.compression,
+        compression_level=options.compression_level,
+        data_page_size=options.page_size,
+        store_schema=False,
+        write_statistics=True,
+    )
+    return _OpenFile(path, stream, sink, writer, MetricsCollector(schema, metrics_config))
+
+
+def close_parquet_file(f: _OpenFile) -> tuple[int, FileMetrics]:
+    """Finish the file; its real size and its metrics."""
+    f.writer.close()
+    size = f.sink.tell()
+    parquet_meta = f.writer.writer.metadata
+    f.sink.close()
+    f.stream.close()
+    return size, f.metrics.finish(parquet_meta)
+
+
 @dataclass
 class _PartitionState:
     partition: tuple[Any, ...]
@@ -233,36 +285,20 @@ class _DataFileWriter:
 
     def _open(self, partition: tuple[Any, ...]) -> _OpenFile:
         self.file_count += 1
-        name = f"00000-0-{self.write_uuid}-{self.file_count:05d}.parquet"
-        if self.spec.fields:
-            path = f"{self.options.data_path}/{self.spec.partition_path(partition, self.schema)}/{name}"
-        else:
-            path = f"{self.options.data_path}/{name}"
-        stream = self.io.new_output(path).create()
-        self.written_paths.append(path)
-        sink = pa.PythonFile(stream, mode="w")
-        writer = pq.ParquetWriter(
-            sink,
-            self.arrow_schema,
-            compression=self.options.compression,
-            compression_level=self.options.compression_level,
-            data_page_size=self.options.page_size,
-            store_schema=False,
-            write_statistics=True,
+        path = file_location(
+            self.options, self.spec, self.schema, partition, self.write_uuid, self.file_count
         )
-        return _OpenFile(path, stream, sink, writer, MetricsCollector(self.schema, self.metrics_config))
+        self.written_paths.append(path)
+        return open_parquet_file(
+            self.io, path, self.schema, self.arrow_schema, self.options, self.metrics_config
+        )
 
     def _close(self, state: _PartitionState) -> None:
         f = state.current
         if f is None:
             return
         state.current = None
-        f.writer.close()
-        size = f.sink.tell()
-        parquet_meta = f.writer.writer.metadata
-        f.sink.close()
-        f.stream.close()
-        m = f.metrics.finish(parquet_meta)
+        size, m = close_parquet_file(f)
         self.done.append(
             DataFile(
                 content=DataFileContent.DATA,

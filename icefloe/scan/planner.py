@@ -8,6 +8,11 @@ Planning reads only metadata, and as little of it as it can::
 
 A manifest whose partition summaries cannot match is never opened. Each manifest is evaluated
 with its *own* partition spec, so tables whose spec evolved plan correctly.
+
+Delete manifests are pruned the same way (partition summaries, then partition tuples); their live
+entries build a :class:`~icefloe.scan.delete_index.DeleteFileIndex`, which attaches to each task
+the delete files that apply to its data file (by the data file's data sequence number).
+Data and delete manifests are read by the same worker pool.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from icefloe.errors import UnsupportedFeatureError
 from icefloe.expressions import AlwaysTrue, BooleanExpression, bind
 from icefloe.expressions.visitors import (
     InclusiveMetricsEvaluator,
@@ -35,6 +39,7 @@ from icefloe.manifest import (
     read_manifest,
     read_manifest_list,
 )
+from icefloe.scan.delete_index import DeleteFileIndex
 from icefloe.scan.task import FileScanTask
 from icefloe.spec.schema import Schema
 
@@ -57,6 +62,7 @@ class PlanningStats:
     files_skipped_by_partition: int = 0
     files_skipped_by_metrics: int = 0
     files_planned: int = 0
+    delete_files: int = 0
 
 
 class _SpecEvaluators:
@@ -93,29 +99,6 @@ def _live(entries: Iterable[ManifestEntry]) -> Iterator[ManifestEntry]:
     return (e for e in entries if e.status != ManifestEntryStatus.DELETED)
 
 
-def _refuse_row_level_deletes(io: FileIO, snapshot: Snapshot, delete_manifests: list[ManifestFile]) -> None:
-    """Until row-level deletes are read, a snapshot with live delete files must not be read at all:
-    returning its data files alone would resurrect deleted rows."""
-    live = 0
-    for m in delete_manifests:
-        added = m.added_files_count
-        existing = m.existing_files_count
-        if added is not None and existing is not None:
-            live += added + existing
-        else:
-            live += sum(1 for _ in _live(read_manifest(io, m)))
-        if live:
-            break
-    if live:
-        raise UnsupportedFeatureError(
-            f"snapshot {snapshot.snapshot_id} has row-level delete files (merge-on-read), which this "
-            "version of icefloe cannot apply yet",
-            hint="read an older snapshot without delete files, or compact the table with an engine "
-            "that applies deletes (e.g. Spark rewrite_data_files) first",
-            snapshot_id=snapshot.snapshot_id,
-        )
-
-
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -146,8 +129,6 @@ def plan_files(
     stats.manifests_total = len(manifests)
     data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-    if delete_manifests:
-        _refuse_row_level_deletes(io, snapshot, delete_manifests)
 
     evaluators: dict[int, _SpecEvaluators] = {}
 
@@ -159,15 +140,17 @@ def plan_files(
         return ev
 
     surviving: list[ManifestFile] = []
-    for m in data_manifests:
-        if evaluators_for(m.partition_spec_id).manifest_evaluator.eval(m):
+    for m in [*data_manifests, *delete_manifests]:
+        # A manifest holding only DELETED entries has no live file to read.
+        live = m.has_added_files() or m.has_existing_files()
+        if live and evaluators_for(m.partition_spec_id).manifest_evaluator.eval(m):
             surviving.append(m)
         else:
             stats.manifests_skipped += 1
 
-    def plan_manifest(m: ManifestFile) -> list[FileScanTask]:
+    def plan_manifest(m: ManifestFile) -> list[tuple[int, FileScanTask]]:
         ev = evaluators[m.partition_spec_id]
-        tasks: list[FileScanTask] = []
+        tasks: list[tuple[int, FileScanTask]] = []
         for entry in _live(read_manifest(io, m)):
             stats.entries_scanned += 1
             f = entry.data_file
@@ -179,17 +162,59 @@ def plan_files(
             if not metrics_evaluator.eval(f):
                 stats.files_skipped_by_metrics += 1
                 continue
-            tasks.append(FileScanTask(f, ev.residual(f.partition)))
+            tasks.append((_data_sequence_number(entry), FileScanTask(f, ev.residual(f.partition))))
         return tasks
+
+    def read_deletes(m: ManifestFile) -> list[ManifestEntry]:
+        ev = evaluators[m.partition_spec_id]
+        return [
+            e
+            for e in _live(read_manifest(io, m))
+            if e.data_file.content != DataFileContent.DATA and ev.partition_may_match(e.data_file.partition)
+        ]
+
+    def work(m: ManifestFile) -> list[tuple[int, FileScanTask]] | list[ManifestEntry]:
+        return read_deletes(m) if m.content == ManifestContent.DELETES else plan_manifest(m)
 
     if len(surviving) > 1 and max_workers > 1:
         # Manifest reads are I/O bound on object stores; keep the manifest-list order.
         with ThreadPoolExecutor(max_workers=min(max_workers, len(surviving))) as pool:
-            per_manifest = list(pool.map(plan_manifest, surviving))
+            results = list(pool.map(work, surviving))
     else:
-        per_manifest = [plan_manifest(m) for m in surviving]
-    tasks = [t for ts in per_manifest for t in ts]
+        results = [work(m) for m in surviving]
+    planned: list[tuple[int, FileScanTask]] = []
+    delete_entries: list[ManifestEntry] = []
+    for m, result in zip(surviving, results, strict=True):
+        if m.content == ManifestContent.DELETES:
+            delete_entries.extend(result)  # type: ignore[arg-type]
+        else:
+            planned.extend(result)  # type: ignore[arg-type]
+    tasks = _attach_deletes(metadata, schema, planned, delete_entries)
     stats.files_planned = len(tasks)
+    stats.delete_files = len({d.file_path for t in tasks for d in t.delete_files})
+    return tasks
+
+
+def _data_sequence_number(entry: ManifestEntry) -> int:
+    # v1 tables have no sequence numbers; every file then counts as sequence number 0.
+    return entry.sequence_number if entry.sequence_number is not None else 0
+
+
+def _attach_deletes(
+    metadata: TableMetadata,
+    schema: Schema,
+    planned: list[tuple[int, FileScanTask]],
+    delete_entries: list[ManifestEntry],
+) -> list[FileScanTask]:
+    if not delete_entries:
+        return [t for _, t in planned]
+    index = DeleteFileIndex(delete_entries, {s.spec_id: s for s in metadata.partition_specs}, schema)
+    tasks: list[FileScanTask] = []
+    for seq, t in planned:
+        deletes = index.for_data_file(seq, t.file)
+        if deletes:
+            t = FileScanTask(t.file, t.residual, deletes, t.start, t.length)
+        tasks.append(t)
     return tasks
 
 

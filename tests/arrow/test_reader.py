@@ -18,7 +18,7 @@ import pytest
 from icefloe.arrow.reader import read_task
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.arrow.writer import write_data_files
-from icefloe.errors import SchemaError, UnsupportedFeatureError
+from icefloe.errors import InvalidMetadataError, SchemaError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, parse
 from icefloe.manifest import DataFile, FileFormat
 from icefloe.scan.task import FileScanTask
@@ -274,10 +274,11 @@ def test_files_without_field_ids_match_by_name_or_name_mapping(io, tmp_path) -> 
     ]
 
 
-def test_delete_files_are_refused(io, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_data_file_listed_as_delete_file_is_rejected(io, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Applying deletes is tested in tests/arrow/test_deletes.py.
     schema = Schema(NestedField(1, "id", LongType()))
     f = write_parquet(tmp_path / "f.parquet", pa.table({"id": [1]}, schema=schema_to_arrow(schema)))
-    with pytest.raises(UnsupportedFeatureError, match="delete"):
+    with pytest.raises(InvalidMetadataError, match="not a delete file"):
         list(read_task(io, FileScanTask(f, AlwaysTrue(), delete_files=(f,)), schema, schema))
 
 

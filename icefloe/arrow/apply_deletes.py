@@ -1,0 +1,444 @@
+"""Applying row-level deletes to the batches of one data file, vectorized.
+
+::
+
+    task.delete_files ─┬─ position deletes ─▶ sorted int64 positions deleted in this data file
+                       │      (small delete files: read once, indexed by path, cached;
+                       │       large ones: only row groups whose file_path stats admit the path;
+                       │       v3 deletion vectors: one ranged read of the Puffin blob)
+                       └─ equality deletes ─▶ per set of equality ids: the delete rows' key
+                              columns as dense integer codes (nulls are values: null = null)
+
+    per batch (rows [p, p + n) of the data file):
+        keep = ~isin(p + arange(n), positions)     (searchsorted on the sorted positions)
+             & ~(key codes of the batch found among the delete keys)
+
+Multi-column keys are combined one column at a time and re-densified after each step (sorted
+unique codes + searchsorted), so the codes never overflow and matching stays O(n log d).
+
+Delete-file reads are cached in a small LRU (by path, bounded by bytes) shared by the tasks that a
+process reads, so a delete file covering many data files (or a data file split into several tasks)
+is read once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.arrow._name_mapping import annotate_field_ids, has_field_ids, mapping_from_schema
+from icefloe.arrow.schema import field_id_of
+from icefloe.errors import InvalidMetadataError, SchemaError, UnsupportedFeatureError
+from icefloe.io import FileIO
+from icefloe.io.puffin import deletion_vector_positions, read_blob
+from icefloe.manifest import DataFile, DataFileContent, FileFormat
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import NestedField, StructType
+
+__all__ = ["DeleteFilter", "DeleteLoader", "default_delete_loader"]
+
+_PATH_ID = 2147483546
+_POS_ID = 2147483545
+_EMPTY_POSITIONS: np.ndarray[Any, np.dtype[np.int64]] = np.zeros(0, dtype=np.int64)
+
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+
+
+@dataclass(frozen=True)
+class _PositionsByPath:
+    """A whole position delete file: for each referenced data file, its sorted positions."""
+
+    positions: dict[str, Int64Array]
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class _EqualityRows:
+    """The key columns of one equality delete file, in the order of its equality ids."""
+
+    columns: tuple[pa.Array, ...]
+    nbytes: int
+
+
+class DeleteLoader:
+    """Reads delete files and caches what it read (thread-safe; an LRU bounded by bytes).
+
+    ``whole_file_rows``: position delete files with at most this many rows are read whole and
+    indexed by data file path (cached); larger ones are read per data file, using row-group
+    statistics on ``file_path`` to skip row groups, and not cached.
+    """
+
+    def __init__(self, max_cached_bytes: int = 256 * 1024 * 1024, whole_file_rows: int = 4_000_000) -> None:
+        self.max_cached_bytes = max_cached_bytes
+        self.whole_file_rows = whole_file_rows
+        self._cache: OrderedDict[str, _PositionsByPath | _EqualityRows] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
+        self.files_read = 0
+
+    # ------------------------------------------------------------------ cache
+    def _get(self, key: str) -> _PositionsByPath | _EqualityRows | None:
+        with self._lock:
+            value = self._cache.get(key)
+            if value is not None:
+                self._cache.move_to_end(key)
+            return value
+
+    def _put(self, key: str, value: _PositionsByPath | _EqualityRows) -> None:
+        if value.nbytes > self.max_cached_bytes:
+            return
+        with self._lock:
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self._cached_bytes -= old.nbytes
+            self._cache[key] = value
+            self._cached_bytes += value.nbytes
+            while self._cached_bytes > self.max_cached_bytes and self._cache:
+                _, evicted = self._cache.popitem(last=False)
+                self._cached_bytes -= evicted.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._cached_bytes = 0
+
+    # ------------------------------------------------------------------ position deletes
+    def positions(self, io: FileIO, data_path: str, delete_files: Sequence[DataFile]) -> Int64Array:
+        """Sorted, distinct positions of ``data_path`` deleted by any of ``delete_files``."""
+        parts: list[Int64Array] = []
+        for d in delete_files:
+            if d.content != DataFileContent.POSITION_DELETES:
+                continue
+            if d.file_format == FileFormat.PUFFIN:
+                parts.append(self._read_deletion_vector(io, d, data_path))
+                continue
+            _check_parquet(d)
+            if d.record_count <= self.whole_file_rows:
+                cached = self._get(d.file_path)
+                if not isinstance(cached, _PositionsByPath):
+                    cached = self._read_whole_position_file(io, d)
+                    self._put(d.file_path, cached)
+                found = cached.positions.get(data_path)
+                if found is not None:
+                    parts.append(found)
+            else:
+                parts.append(self._read_positions_for(io, d, data_path))
+        if not parts:
+            return _EMPTY_POSITIONS
+        if len(parts) == 1:
+            return parts[0]
+        out: Int64Array = np.unique(np.concatenate(parts))
+        return out
+
+    def _read_deletion_vector(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
+        if d.referenced_data_file != data_path:
+            raise InvalidMetadataError(
+                f"deletion vector in {d.file_path} references {d.referenced_data_file}, not {data_path}"
+            )
+        if d.content_offset is None or d.content_size_in_bytes is None:
+            raise InvalidMetadataError(
+                f"deletion vector in {d.file_path} for {data_path} lacks content_offset/content_size_in_bytes"
+            )
+        blob = read_blob(io, d.file_path, d.content_offset, d.content_size_in_bytes)
+        self.files_read += 1
+        positions: Int64Array = deletion_vector_positions(blob, f"deletion vector for {data_path}")
+        if len(positions) != d.record_count:
+            raise InvalidMetadataError(
+                f"deletion vector for {data_path} holds {len(positions)} positions, its manifest entry "
+                f"says {d.record_count}"
+            )
+        return positions
+
+    def _read_whole_position_file(self, io: FileIO, d: DataFile) -> _PositionsByPath:
+        with io.new_input(d.file_path).open() as stream:
+            pf = pq.ParquetFile(stream)
+            path_col, pos_col = _position_columns(pf, d)
+            # Paths repeat: read them dictionary-encoded (reusing the footer already parsed).
+            pf = pq.ParquetFile(stream, metadata=pf.metadata, read_dictionary=[path_col])
+            table = pf.read(columns=[path_col, pos_col])
+        self.files_read += 1
+        paths = table.column(0).combine_chunks()
+        if not pa.types.is_dictionary(paths.type):
+            paths = paths.dictionary_encode()
+        codes = paths.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        pos = table.column(1).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        order = np.lexsort((pos, codes))  # files are written sorted; do not rely on it
+        codes, pos = codes[order], pos[order]
+        present, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+        names = paths.dictionary.to_pylist()
+        # A loop over distinct data files (not rows): one slice each.
+        by_path: dict[str, Int64Array] = {}
+        for code, s, c in zip(present.tolist(), starts.tolist(), counts.tolist(), strict=True):
+            chunk = pos[s : s + c]
+            if len(chunk) > 1 and not bool(np.all(chunk[1:] > chunk[:-1])):
+                chunk = np.unique(chunk)
+            by_path[names[code]] = chunk
+        nbytes = int(pos.nbytes) + sum(len(n) for n in names) + 64 * len(names)
+        return _PositionsByPath(by_path, nbytes)
+
+    def _read_positions_for(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
+        with io.new_input(d.file_path).open() as stream:
+            pf = pq.ParquetFile(stream)
+            path_col, pos_col = _position_columns(pf, d)
+            path_index = pf.schema_arrow.get_field_index(path_col)
+            meta = pf.metadata
+            wanted = []
+            for i in range(meta.num_row_groups):
+                stats = meta.row_group(i).column(path_index).statistics
+                if stats is not None and stats.has_min_max and not (stats.min <= data_path <= stats.max):
+                    continue
+                wanted.append(i)
+            self.files_read += 1
+            if not wanted:
+                return _EMPTY_POSITIONS
+            table = pf.read_row_groups(wanted, columns=[path_col, pos_col])
+        selected = table.filter(pc.equal(table.column(0), pa.scalar(data_path, pa.string())))
+        pos = selected.column(1).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
+        out: Int64Array = np.unique(pos)
+        return out
+
+    # ------------------------------------------------------------------ equality deletes
+    def equality_rows(self, io: FileIO, d: DataFile, table_schema: Schema) -> _EqualityRows:
+        cached = self._get(d.file_path)
+        if isinstance(cached, _EqualityRows):
+            return cached
+        rows = self._read_equality_rows(io, d, table_schema)
+        self._put(d.file_path, rows)
+        return rows
+
+    def _read_equality_rows(self, io: FileIO, d: DataFile, table_schema: Schema) -> _EqualityRows:
+        from icefloe.arrow.reader import to_table_layout
+
+        _check_parquet(d)
+        eq_ids = tuple(d.equality_ids or ())
+        key_schema = _key_schema(table_schema, eq_ids, d.file_path)
+        with io.new_input(d.file_path).open() as stream:
+            pf = pq.ParquetFile(stream)
+            file_schema = pf.schema_arrow
+            annotated = not has_field_ids(file_schema)
+            if annotated:
+                file_schema = annotate_field_ids(file_schema, mapping_from_schema(table_schema))
+            top_ids = {f.field_id for f in key_schema.fields}
+            columns = [f.name for f in file_schema if field_id_of(f) in top_ids]
+            table = pf.read(columns=columns)
+        self.files_read += 1
+        if annotated:
+            fields = [file_schema.field(name) for name in columns]
+            table = pa.Table.from_arrays(
+                [table.column(i).combine_chunks().view(f.type) for i, f in enumerate(fields)],
+                schema=pa.schema(fields),
+            )
+        batch = table.combine_chunks().to_batches()
+        if not batch:
+            return _EqualityRows(tuple(pa.array([], _leaf_type(key_schema, i)) for i in eq_ids), 0)
+        laid_out = to_table_layout(batch[0], key_schema)
+        columns_by_id = tuple(_storage(leaf_column(laid_out, key_schema, i)) for i in eq_ids)
+        return _EqualityRows(columns_by_id, int(sum(c.nbytes for c in columns_by_id)))
+
+
+def _check_parquet(d: DataFile) -> None:
+    if d.file_format != FileFormat.PARQUET:
+        raise UnsupportedFeatureError(
+            f"delete file {d.file_path} is {d.file_format}; only Parquet delete files can be read",
+            file=d.file_path,
+        )
+
+
+def _position_columns(pf: pq.ParquetFile, d: DataFile) -> tuple[str, str]:
+    by_id = {field_id_of(f): f.name for f in pf.schema_arrow}
+    path_col = by_id.get(_PATH_ID, "file_path")
+    pos_col = by_id.get(_POS_ID, "pos")
+    names = set(pf.schema_arrow.names)
+    if path_col not in names or pos_col not in names:
+        raise InvalidMetadataError(
+            f"position delete file {d.file_path} lacks the file_path/pos columns",
+            file=d.file_path,
+        )
+    return path_col, pos_col
+
+
+def _key_schema(table_schema: Schema, eq_ids: tuple[int, ...], delete_path: str) -> Schema:
+    missing = [i for i in eq_ids if table_schema.find_field_or_none(i) is None]
+    if missing:
+        raise SchemaError(
+            f"equality delete file {delete_path} compares field id(s) {missing}, which the read "
+            "schema does not have",
+            hint="read with a schema that still has the equality columns",
+        )
+    return table_schema.select_ids(eq_ids)
+
+
+def _leaf_type(schema: Schema, field_id: int) -> pa.DataType:
+    from icefloe.arrow.schema import type_to_arrow
+
+    return type_to_arrow(schema.find_field(field_id).field_type)
+
+
+def _storage(arr: pa.Array) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return arr
+
+
+def leaf_column(batch: pa.RecordBatch, schema: Schema, field_id: int) -> pa.Array:
+    """The values of field ``field_id`` (top level or inside structs) of a batch laid out as
+    ``schema``; a null struct makes its children null."""
+    path: list[NestedField] = []
+    current: int | None = field_id
+    while current is not None:
+        path.append(schema.find_field(current))
+        current = schema.parent_id(current)
+    path.reverse()
+    arr: pa.Array = batch.column(schema.fields.index(path[0]))
+    parent_type = path[0].field_type
+    for f in path[1:]:
+        assert isinstance(parent_type, StructType)
+        index = [c.field_id for c in parent_type.fields].index(f.field_id)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        arr = arr.flatten()[index]  # flatten() merges the struct's validity into its children
+        parent_type = f.field_type
+    return arr
+
+
+# --------------------------------------------------------------------------- equality matching
+
+
+class _KeySet:
+    """Delete keys of one set of equality ids, encoded for vectorized membership tests."""
+
+    def __init__(self, field_ids: tuple[int, ...], columns: Sequence[pa.Array]) -> None:
+        self.field_ids = field_ids
+        self.value_sets: list[pa.Array] = []
+        self.steps: list[Int64Array] = []  # sorted unique combined codes after each column
+        acc: Int64Array | None = None
+        for col in columns:
+            values = pc.unique(col)
+            self.value_sets.append(values)
+            codes = _codes(col, values)
+            if acc is None:
+                acc = codes
+            else:
+                acc = acc * len(values) + codes
+            uniq: Int64Array = np.unique(acc)
+            self.steps.append(uniq)
+            acc = np.searchsorted(uniq, acc).astype(np.int64)
+
+    def matches(self, columns: Sequence[pa.Array]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Which rows have a key equal (null-safe) to some delete row's key."""
+        acc: Int64Array | None = None
+        for col, values, uniq in zip(columns, self.value_sets, self.steps, strict=True):
+            codes = _codes(_storage(col), values)
+            if acc is None:
+                combined = codes
+                missing = codes < 0
+            else:
+                missing = (acc < 0) | (codes < 0)
+                combined = acc * len(values) + codes
+            # uniq is never empty: key sets are only built from delete rows.
+            pos = np.minimum(np.searchsorted(uniq, combined), len(uniq) - 1)
+            found = ~missing & (uniq[pos] == combined)
+            acc = np.where(found, pos, -1).astype(np.int64)
+        assert acc is not None
+        out: np.ndarray[Any, np.dtype[np.bool_]] = acc >= 0
+        return out
+
+
+def _codes(col: pa.Array, values: pa.Array) -> Int64Array:
+    """Index of each value in ``values`` (nulls match a null there), -1 when absent."""
+    idx = pc.index_in(col, value_set=values, skip_nulls=False)
+    out: Int64Array = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return out
+
+
+# --------------------------------------------------------------------------- per task
+
+
+class DeleteFilter:
+    """The deletes of one data file, ready to mask its batches."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        data_file: DataFile,
+        delete_files: Sequence[DataFile],
+        table_schema: Schema,
+        loader: DeleteLoader | None = None,
+    ) -> None:
+        loader = loader if loader is not None else default_delete_loader()
+        self.table_schema = table_schema
+        for d in delete_files:
+            if d.content == DataFileContent.DATA:
+                raise InvalidMetadataError(
+                    f"{d.file_path} is a data file, not a delete file, but is listed as deletes of "
+                    f"{data_file.file_path}",
+                    file=d.file_path,
+                )
+        position_files = [d for d in delete_files if d.content == DataFileContent.POSITION_DELETES]
+        equality_files = [d for d in delete_files if d.content == DataFileContent.EQUALITY_DELETES]
+        self.positions = loader.positions(io, data_file.file_path, position_files)
+        grouped: dict[tuple[int, ...], list[_EqualityRows]] = {}
+        for d in equality_files:
+            ids = tuple(d.equality_ids or ())
+            if not ids:
+                raise InvalidMetadataError(f"equality delete file {d.file_path} has no equality_ids")
+            grouped.setdefault(ids, []).append(loader.equality_rows(io, d, table_schema))
+        self.key_sets: list[_KeySet] = []
+        for ids, parts in grouped.items():
+            if not any(len(p.columns[0]) for p in parts):
+                continue
+            columns = [pa.concat_arrays([p.columns[i] for p in parts]) for i in range(len(ids))]
+            self.key_sets.append(_KeySet(ids, columns))
+
+    @property
+    def equality_field_ids(self) -> set[int]:
+        """Columns a batch must carry for the equality deletes to be applied."""
+        return {i for k in self.key_sets for i in k.field_ids}
+
+    def is_noop(self) -> bool:
+        return len(self.positions) == 0 and not self.key_sets
+
+    def keep_mask(
+        self, batch: pa.RecordBatch, batch_schema: Schema, first_row: int
+    ) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
+        """Rows of ``batch`` (rows ``first_row ..`` of the data file, laid out as
+        ``batch_schema``) that no delete removes; None when none is removed."""
+        n = batch.num_rows
+        keep: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        if len(self.positions):
+            lo = int(np.searchsorted(self.positions, first_row, side="left"))
+            hi = int(np.searchsorted(self.positions, first_row + n, side="left"))
+            if hi > lo:
+                keep = np.ones(n, dtype=np.bool_)
+                keep[self.positions[lo:hi] - first_row] = False
+        for ks in self.key_sets:
+            cols = [leaf_column(batch, batch_schema, i) for i in ks.field_ids]
+            hit = ks.matches(cols)
+            if hit.any():
+                keep = ~hit if keep is None else keep & ~hit
+        return keep
+
+
+_DEFAULT_LOADER: DeleteLoader | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_delete_loader() -> DeleteLoader:
+    """The process-wide loader (delete files are immutable, so caching by path is safe)."""
+    global _DEFAULT_LOADER
+    with _DEFAULT_LOCK:
+        if _DEFAULT_LOADER is None:
+            _DEFAULT_LOADER = DeleteLoader()
+        return _DEFAULT_LOADER
