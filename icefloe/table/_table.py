@@ -6,7 +6,7 @@ changes in :mod:`icefloe.table.transaction` and the snapshot producers of :mod:`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from icefloe.expressions import BooleanExpression
@@ -139,6 +139,52 @@ class Table:
         tx.append(data, snapshot_properties=snapshot_properties)
         committed = tx.commit()
         return committed[0] if committed else None
+
+    def _one_action(self, queue: Callable[[Transaction], object]) -> Snapshot | None:
+        """Run one queued change as its own transaction; on any error nothing is committed and
+        the files it wrote are deleted."""
+        tx = self.transaction()
+        try:
+            queue(tx)
+            committed = tx.commit()
+        except BaseException:
+            tx.abandon()
+            raise
+        return committed[-1] if committed else None
+
+    def delete(
+        self, where: str | BooleanExpression, snapshot_properties: dict[str, str] | None = None
+    ) -> Snapshot | None:
+        """Delete the rows matching ``where`` (per ``write.delete.mode``). Returns the new
+        snapshot, or None when no row matched."""
+        return self._one_action(lambda tx: tx.delete(where, snapshot_properties))
+
+    def overwrite(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        where: str | BooleanExpression = "true",
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Replace the rows matching ``where`` (every row by default) with ``data``, atomically."""
+        return self._one_action(lambda tx: tx.overwrite(data, where, snapshot_properties))
+
+    def upsert(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        key_columns: Sequence[str],
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Insert ``data``, replacing the rows with the same ``key_columns`` (per
+        ``write.merge.mode``), in one atomic commit."""
+        return self._one_action(lambda tx: tx.upsert(data, key_columns, snapshot_properties))
+
+    def replace_partitions(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Dynamic partition overwrite: ``data`` replaces every partition it has rows in."""
+        return self._one_action(lambda tx: tx.replace_partitions(data, snapshot_properties))
 
     def __repr__(self) -> str:
         snap = self.current_snapshot()

@@ -3,25 +3,49 @@
 Changes are queued; nothing is visible until :meth:`Transaction.commit`, which hands the queued
 snapshot producers to the retry loop in :mod:`icefloe.transaction._commit`. A transaction used as a
 context manager commits when the block ends without an exception and cleans up otherwise.
+
+Each queued action is staged on the transaction's working metadata right away, so a later action
+(a delete after an upsert, say) sees the earlier ones' effects. Every action keeps the snapshot
+the transaction started from as its starting snapshot and ignores the transaction's own
+snapshots when it checks for conflicts: only commits of others can conflict.
+
+Row operations and the table properties they honour::
+
+    delete(where)               write.delete.mode, write.delete.isolation-level
+    upsert(data, key_columns)   write.merge.mode,  write.merge.isolation-level
+    overwrite(data, where)      copy-on-write always, write.update.isolation-level
+    replace_partitions(data)    write.update.isolation-level
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from icefloe.errors import UnsupportedFeatureError, ValidationError
-from icefloe.spec.updates import MetadataUpdate, RemoveProperties, SetProperties
+from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
+from icefloe.expressions import BooleanExpression
+from icefloe.spec.snapshot import MAIN_BRANCH
+from icefloe.spec.updates import MetadataUpdate, RemoveProperties, SetProperties, apply_updates
 from icefloe.transaction._commit import CommitStats, commit_actions
+from icefloe.transaction._merging import MergingProducer
 from icefloe.transaction._producer import SnapshotProducer
+from icefloe.transaction.conflicts import isolation_level
+from icefloe.transaction.delete import DeleteFiles
 from icefloe.transaction.fast_append import FastAppend
+from icefloe.transaction.merge_append import MERGE_ENABLED, MergeAppend
+from icefloe.transaction.overwrite import OverwriteFiles
+from icefloe.transaction.replace_partitions import ReplacePartitions
+from icefloe.transaction.rewrite_files import RewriteFiles
+from icefloe.transaction.row_delta import RowDelta
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.manifest import DataFile
     from icefloe.spec.snapshot import Snapshot
+    from icefloe.spec.table_metadata import TableMetadata
     from icefloe.table._table import Table
 
 __all__ = ["Transaction"]
@@ -34,12 +58,17 @@ class Transaction:
         self._updates: list[MetadataUpdate] = []
         self._done = False
         self.stats = CommitStats()
+        self._working: TableMetadata = table.metadata
+        ref = table.metadata.refs.get(MAIN_BRANCH)
+        self._starting_snapshot_id: int | None = ref.snapshot_id if ref is not None else None
 
+    # ------------------------------------------------------------------ internals
     def _check_open(self) -> None:
         if self._done:
             raise ValidationError("this transaction was already committed or abandoned")
 
     def _check_writable(self) -> None:
+        self._check_open()
         if self._table.format_version < 2:
             raise UnsupportedFeatureError(
                 f"table {self._table.name} is format version 1; icefloe writes format version 2 and 3",
@@ -52,20 +81,55 @@ class Transaction:
                 "icefloe writes format version 2 for now"
             )
 
-    # ------------------------------------------------------------------ queued changes
+    @property
+    def _props(self) -> dict[str, str]:
+        return dict(self._working.properties)
+
+    def _head(self) -> Snapshot | None:
+        ref = self._working.refs.get(MAIN_BRANCH)
+        return self._working.snapshot_by_id(ref.snapshot_id) if ref is not None else None
+
+    def _queue(self, action: SnapshotProducer) -> None:
+        """Stage ``action`` on the working metadata (validating it there) and queue it."""
+        if isinstance(action, MergingProducer):
+            action.ignored_snapshot_ids = {a.snapshot_id for a in self._actions}
+        try:
+            changes = action.apply(self._working)
+        except BaseException:
+            action.cleanup(committed=False)
+            raise
+        self._working = apply_updates(self._working, changes.updates, None)
+        self._actions.append(action)
+
+    def _merging_kwargs(self, command: str) -> dict[str, object]:
+        return {
+            "isolation_level": isolation_level(self._props, command),
+            "starting_snapshot": self._starting_snapshot_id,
+        }
+
+    def _write(self, data: object) -> list[DataFile]:
+        from icefloe.arrow.writer import write_data_files
+
+        return write_data_files(self._table.io, self._working, data)  # type: ignore[arg-type]
+
+    def _discard(self, files: Iterable[DataFile]) -> None:
+        for f in files:
+            # Best effort: an orphan file is harmless, and orphan-file cleanup finds it.
+            with contextlib.suppress(FileIOError):
+                self._table.io.delete(f.file_path)
+
+    # ------------------------------------------------------------------ appends
     def append(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         snapshot_properties: dict[str, str] | None = None,
     ) -> list[DataFile]:
-        """Write ``data`` as Parquet now and queue a fast append of the files."""
-        from icefloe.arrow.writer import write_data_files
-
-        self._check_open()
+        """Write ``data`` as Parquet now and queue an append of the files (a merge append when
+        ``commit.manifest-merge.enabled`` is true, else a fast append)."""
         self._check_writable()
-        files = write_data_files(self._table.io, self._table.metadata, data)
+        files = self._write(data)
         if files:
-            self._actions.append(FastAppend(self._table.io, files, snapshot_properties=snapshot_properties))
+            self._append(files, True, snapshot_properties)
         return files
 
     def append_files(
@@ -75,22 +139,342 @@ class Transaction:
         *,
         delete_on_failure: bool = True,
     ) -> None:
-        """Queue a fast append of data files written elsewhere (e.g. by Spark executors)."""
-        self._check_open()
+        """Queue an append of data files written elsewhere (e.g. by Spark executors)."""
         self._check_writable()
-        self._actions.append(
-            FastAppend(
-                self._table.io, files, owns_files=delete_on_failure, snapshot_properties=snapshot_properties
+        self._append(list(files), delete_on_failure, snapshot_properties)
+
+    def _append(self, files: list[DataFile], owns: bool, props: dict[str, str] | None) -> None:
+        merge = self._props.get(MERGE_ENABLED, "false").strip().lower() == "true"
+        cls = MergeAppend if merge else FastAppend
+        self._queue(cls(self._table.io, files, owns_files=owns, snapshot_properties=props))
+
+    # ------------------------------------------------------------------ overwrites
+    def overwrite_files(
+        self,
+        files: Iterable[DataFile],
+        delete_filter: str | BooleanExpression = "true",
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        delete_on_failure: bool = True,
+    ) -> None:
+        """Remove the rows matching ``delete_filter`` (wholly matching files by metadata, partially
+        matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot."""
+        from icefloe.table._row_ops import COPY_ON_WRITE, FilterMatcher, remove_rows, to_filter
+
+        self._check_writable()
+        added = list(files)
+        io = self._table.io
+        try:
+            expr = to_filter(delete_filter, self._working.schema())
+            changes = remove_rows(
+                io,
+                self._working,
+                self._head(),
+                FilterMatcher(self._working.schema(), expr),
+                expr,
+                COPY_ON_WRITE,
+                whole_file_filter=expr,
+            )
+        except BaseException:
+            if delete_on_failure:
+                self._discard(added)
+            raise
+        action = OverwriteFiles(
+            io,
+            self._working,
+            add=[*changes.added, *added],
+            remove=changes.removed,
+            conflict_filter=expr,
+            snapshot_properties=snapshot_properties,
+            owns_files=True,
+            **self._merging_kwargs("update"),  # type: ignore[arg-type]
+        )
+        if not delete_on_failure:
+            # Only the rewrites are ours to delete; the caller's files are not.
+            action.not_owned = {f.file_path for f in added}
+        self._queue(action)
+
+    def overwrite(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        where: str | BooleanExpression = "true",
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> None:
+        """Replace the rows matching ``where`` (all rows by default) with ``data``."""
+        self._check_writable()
+        from icefloe.table._row_ops import to_filter
+
+        to_filter(where, self._working.schema())  # a bad filter fails before anything is written
+        self.overwrite_files(self._write(data), where, snapshot_properties)
+
+    def replace_partitions_files(
+        self,
+        files: Iterable[DataFile],
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        delete_on_failure: bool = True,
+    ) -> None:
+        """Dynamic partition overwrite: drop every live data file in the partitions ``files``
+        touch, and add ``files``."""
+        self._check_writable()
+        self._queue(
+            ReplacePartitions(
+                self._table.io,
+                self._working,
+                files,
+                snapshot_properties=snapshot_properties,
+                owns_files=delete_on_failure,
+                **self._merging_kwargs("update"),  # type: ignore[arg-type]
             )
         )
 
+    def replace_partitions(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> None:
+        self._check_writable()
+        files = self._write(data)
+        if files:
+            self.replace_partitions_files(files, snapshot_properties)
+
+    # ------------------------------------------------------------------ row-level operations
+    def delete(
+        self, where: str | BooleanExpression, snapshot_properties: dict[str, str] | None = None
+    ) -> int:
+        """Delete the rows matching ``where`` (``write.delete.mode``: copy-on-write rewrites the
+        files holding them, merge-on-read writes position delete files). Returns the number of
+        rows deleted (rows already deleted by earlier delete files may be counted again)."""
+        from icefloe.table._row_ops import MERGE_ON_READ, FilterMatcher, remove_rows, to_filter, write_mode
+
+        self._check_writable()
+        schema = self._working.schema()
+        expr = to_filter(where, schema)
+        mode = write_mode(self._props, "delete")
+        kwargs = self._merging_kwargs("delete")
+        changes = remove_rows(
+            self._table.io,
+            self._working,
+            self._head(),
+            FilterMatcher(schema, expr),
+            expr,
+            mode,
+            whole_file_filter=expr,
+        )
+        if not changes.removed and not changes.added_deletes:
+            return 0
+        action: MergingProducer
+        try:
+            if not changes.added and not changes.added_deletes:
+                action = DeleteFiles(
+                    self._table.io,
+                    self._working,
+                    remove=changes.removed,
+                    snapshot_properties=snapshot_properties,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+            elif mode == MERGE_ON_READ:
+                action = RowDelta(
+                    self._table.io,
+                    self._working,
+                    add_delete_files=changes.added_deletes,
+                    referenced_data_files=changes.referenced,
+                    conflict_filter=expr,
+                    snapshot_properties=snapshot_properties,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+                action.remove_data_files(changes.removed)
+            else:
+                action = OverwriteFiles(
+                    self._table.io,
+                    self._working,
+                    add=changes.added,
+                    remove=changes.removed,
+                    conflict_filter=expr,
+                    snapshot_properties=snapshot_properties,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+        except BaseException:
+            changes.discard(self._table.io)
+            raise
+        self._queue(action)
+        return changes.rows_removed
+
+    def upsert(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        key_columns: Iterable[str],
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> None:
+        """Insert ``data``, replacing every table row whose ``key_columns`` equal those of an
+        input row (``write.merge.mode``). The input is streamed: it is written once while its key
+        columns are collected; then only files whose metadata may hold those keys are read."""
+        import pyarrow as pa
+
+        from icefloe.arrow.conform import check_arrow_schema, conform_batch
+        from icefloe.table._row_ops import (
+            MERGE_ON_READ,
+            KeyMatcher,
+            check_key_columns,
+            remove_rows,
+            write_mode,
+        )
+
+        self._check_writable()
+        schema = self._working.schema()
+        input_schema, batches = _arrow_batches(data)
+        keys = check_key_columns(schema, input_schema, key_columns)
+        mode = write_mode(self._props, "merge")
+        kwargs = self._merging_kwargs("merge")
+        key_parts: list[pa.Table] = []
+
+        def collect() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                if not isinstance(b, pa.RecordBatch):
+                    raise ValidationError(f"expected pyarrow RecordBatches, got {type(b).__name__}")
+                check_arrow_schema(b.schema, schema)
+                conformed = conform_batch(b, schema)
+                key_parts.append(pa.Table.from_batches([conformed]).select(keys))
+                yield conformed
+
+        io = self._table.io
+        files = self._write(collect())
+        written = list(files)
+        try:
+            if not key_parts or sum(t.num_rows for t in key_parts) == 0:
+                return
+            key_table = pa.concat_tables(key_parts)
+            counts = key_table.group_by(keys).aggregate([([], "count_all")])
+            if pa.compute.max(counts.column("count_all")).as_py() > 1:
+                raise ValidationError(
+                    f"the upsert input has duplicate keys in {keys}",
+                    hint="de-duplicate the input: each key may appear at most once",
+                    key_columns=keys,
+                )
+            matcher = KeyMatcher(schema, keys, key_table)
+            prefilter = matcher.prefilter(schema)
+            changes = remove_rows(io, self._working, self._head(), matcher, prefilter, mode)
+            written += [*changes.added, *changes.added_deletes]
+            action: MergingProducer
+            if mode == MERGE_ON_READ:
+                action = RowDelta(
+                    io,
+                    self._working,
+                    add_data_files=files,
+                    add_delete_files=changes.added_deletes,
+                    referenced_data_files=changes.referenced,
+                    conflict_filter=prefilter,
+                    snapshot_properties=snapshot_properties,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+                action.remove_data_files(changes.removed)
+            else:
+                action = OverwriteFiles(
+                    io,
+                    self._working,
+                    add=[*changes.added, *files],
+                    remove=changes.removed,
+                    conflict_filter=prefilter,
+                    snapshot_properties=snapshot_properties,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+        except BaseException:
+            self._discard(written)
+            raise
+        self._queue(action)
+
+    # ------------------------------------------------------------------ primitives
+    def row_delta(
+        self,
+        add_data_files: Iterable[DataFile] = (),
+        add_delete_files: Iterable[DataFile] = (),
+        *,
+        remove_delete_files: Iterable[DataFile] = (),
+        referenced_data_files: Iterable[str] = (),
+        conflict_filter: str | BooleanExpression | None = None,
+        isolation_level: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
+        delete_on_failure: bool = True,
+    ) -> None:
+        """Queue a row delta: the merge-on-read primitive (data files plus delete files)."""
+        from icefloe.table._row_ops import to_filter
+
+        self._check_writable()
+        kwargs = self._merging_kwargs("delete")
+        if isolation_level is not None:
+            kwargs["isolation_level"] = _check_level(isolation_level)
+        expr = None if conflict_filter is None else to_filter(conflict_filter, self._working.schema())
+        self._queue(
+            RowDelta(
+                self._table.io,
+                self._working,
+                add_data_files=add_data_files,
+                add_delete_files=add_delete_files,
+                remove_delete_files=remove_delete_files,
+                referenced_data_files=referenced_data_files,
+                conflict_filter=expr,
+                snapshot_properties=snapshot_properties,
+                owns_files=delete_on_failure,
+                **kwargs,  # type: ignore[arg-type]
+            )
+        )
+
+    def rewrite_files(
+        self,
+        remove: Iterable[DataFile],
+        add: Iterable[DataFile],
+        *,
+        remove_deletes: Iterable[DataFile] = (),
+        add_deletes: Iterable[DataFile] = (),
+        keep_sequence_number: bool = True,
+        snapshot_properties: dict[str, str] | None = None,
+        delete_on_failure: bool = True,
+    ) -> None:
+        """Queue a rewrite: replace files by files holding the same rows (compaction). The new
+        files keep the starting snapshot's data sequence number unless told otherwise."""
+        self._check_writable()
+        self._queue(
+            RewriteFiles(
+                self._table.io,
+                self._working,
+                remove=remove,
+                add=add,
+                remove_deletes=remove_deletes,
+                add_deletes=add_deletes,
+                keep_sequence_number=keep_sequence_number,
+                snapshot_properties=snapshot_properties,
+                owns_files=delete_on_failure,
+                starting_snapshot=self._starting_snapshot_id,
+            )
+        )
+
+    def delete_files(
+        self, files: Iterable[DataFile | str], snapshot_properties: dict[str, str] | None = None
+    ) -> None:
+        """Queue the removal of whole data files by metadata (their rows are deleted)."""
+        self._check_writable()
+        self._queue(
+            DeleteFiles(
+                self._table.io,
+                self._working,
+                remove=files,
+                snapshot_properties=snapshot_properties,
+                **self._merging_kwargs("delete"),  # type: ignore[arg-type]
+            )
+        )
+
+    # ------------------------------------------------------------------ properties
     def set_properties(self, **properties: str) -> None:
         self._check_open()
-        self._updates.append(SetProperties(dict(properties)))
+        update = SetProperties(dict(properties))
+        self._updates.append(update)
+        self._working = apply_updates(self._working, [update], None)
 
     def remove_properties(self, *keys: str) -> None:
         self._check_open()
-        self._updates.append(RemoveProperties(list(keys)))
+        update = RemoveProperties(list(keys))
+        self._updates.append(update)
+        self._working = apply_updates(self._working, [update], None)
 
     # ------------------------------------------------------------------ outcome
     def commit(self) -> list[Snapshot]:
@@ -130,3 +514,37 @@ class Transaction:
                 self.commit()
         else:
             self.abandon()
+
+
+def _check_level(level: str) -> str:
+    return isolation_level({"write.delete.isolation-level": level}, "delete")
+
+
+def _arrow_batches(data: object) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema of an Arrow input and its batches; the schema must be known up front (key
+    columns are checked before anything is written)."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes):
+        it = iter(data)
+        first = next(it, None)
+        if first is None:
+            raise ValidationError("the input has no batches, so its schema is unknown")
+        if not isinstance(first, pa.RecordBatch):
+            raise ValidationError(f"expected pyarrow RecordBatches, got {type(first).__name__}")
+
+        def chain() -> Iterator[pa.RecordBatch]:
+            yield first
+            yield from it
+
+        return first.schema, chain()
+    raise ValidationError(
+        f"expected Arrow data, got {type(data).__name__}",
+        hint="pass a pyarrow Table, RecordBatch, RecordBatchReader or an iterable of RecordBatches",
+    )

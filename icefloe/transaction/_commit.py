@@ -6,8 +6,9 @@
 
 Each attempt re-applies the actions on the refreshed metadata (they re-validate there), reusing
 what they already wrote. A definite failure cleans up what the actions wrote; an unknown
-outcome is resolved by looking for our snapshots in the refreshed table and, if still unknown,
-re-raised without deleting anything (the new metadata may be live).
+outcome is resolved by checking the current pointer and the metadata log for the metadata file
+the catalog tried to install, then by looking for our snapshots in the refreshed table; if still
+unknown it is re-raised without deleting anything (the new metadata may be live).
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ def commit_actions(
             time.sleep(policy.wait_ms(stats.retries) / 1000)
             current = catalog.load_table(identifier).metadata
             continue
-        except CommitStateUnknownError:
-            if _landed(catalog, identifier, actions):
+        except CommitStateUnknownError as e:
+            if _landed(catalog, identifier, actions, e.context.get("metadata_location")):
                 _cleanup(actions, committed=True)
                 table = catalog.load_table(identifier)
                 return table.metadata, table.metadata_location
@@ -129,13 +130,29 @@ def _add_requirement(requirements: list[TableRequirement], r: TableRequirement) 
     requirements.append(r)
 
 
-def _landed(catalog: Catalog, identifier: tuple[str, ...], actions: Sequence[SnapshotProducer]) -> bool:
-    """Whether every action's snapshot is in the table now (the unknown commit went through)."""
+def _landed(
+    catalog: Catalog,
+    identifier: tuple[str, ...],
+    actions: Sequence[SnapshotProducer],
+    attempted_location: str | None = None,
+) -> bool:
+    """Whether the commit whose outcome is unknown went through.
+
+    It did if the metadata file it tried to install is the current pointer or appears in the
+    metadata log (a later commit built on it), or if every action's snapshot is in the table.
+    When neither can be seen, the outcome stays unknown: the caller re-raises and deletes nothing.
+    """
     try:
-        metadata = catalog.load_table(identifier).metadata
+        table = catalog.load_table(identifier)
     except IcefloeError:
         return False
-    return all(
+    metadata = table.metadata
+    if attempted_location is not None and (
+        table.metadata_location == attempted_location
+        or any(entry.metadata_file == attempted_location for entry in metadata.metadata_log)
+    ):
+        return True
+    return bool(actions) and all(
         a.committed_snapshot is not None and a.committed_snapshot.snapshot_id in metadata.snapshots_by_id
         for a in actions
     )

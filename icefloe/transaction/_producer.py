@@ -76,6 +76,9 @@ class SnapshotProducer(ABC):
         self.snapshot_id = new_snapshot_id()
         self.snapshot_properties = dict(snapshot_properties or {})
         self._attempt = 0
+        # The last base applied to and its result: a transaction stages each action on its base
+        # when it is queued, and the commit's first attempt usually runs on that same object.
+        self._applied: tuple[TableMetadata, PendingChanges] | None = None
         self._manifest_counter = 0
         self._written_manifests: list[str] = []
         self._written_manifest_lists: list[str] = []
@@ -105,7 +108,17 @@ class SnapshotProducer(ABC):
         return path
 
     def apply(self, base: TableMetadata) -> PendingChanges:
-        """One attempt: validate on ``base`` and produce the updates and requirements."""
+        """One attempt: validate on ``base`` and produce the updates and requirements.
+
+        Applying twice to the very same base object returns the first result (the metadata is
+        immutable, so validation and the manifest list would come out the same)."""
+        if self._applied is not None and self._applied[0] is base:
+            return self._applied[1]
+        changes = self._apply(base)
+        self._applied = (base, changes)
+        return changes
+
+    def _apply(self, base: TableMetadata) -> PendingChanges:
         self._attempt += 1
         parent = base.snapshot_for_ref(self.branch) if self.branch in base.refs else None
         self.validate(base, parent)

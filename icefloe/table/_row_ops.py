@@ -1,0 +1,313 @@
+"""Arrow-level row operations: find the rows to remove and turn them into files for a producer.
+
+::
+
+    row filter / key set ─▶ plan the files that may hold such rows (partition + metrics pruning)
+        ─▶ per file, metadata first: every row matches (strict projection / metrics) ─▶ remove it
+        ─▶ else read only the needed columns, streaming, and find the matching positions
+             none                 ─▶ file untouched
+             copy-on-write        ─▶ read the file again (deletes applied), keep the rows that do
+                                     NOT match (a NULL filter result keeps the row), write them to
+                                     the file's own partition spec, remove the old file
+             merge-on-read        ─▶ one position delete file per data file (icefloe.arrow.deletes)
+
+Everything is vectorized per batch; at most one batch of one file is in memory at a time (plus,
+for an upsert, the key columns of the input). Producers in :mod:`icefloe.transaction` then commit
+the result and re-validate it against concurrent commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from icefloe.errors import ConfigError, FileIOError, SchemaError, ValidationError
+from icefloe.expressions import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    GreaterThanOrEqual,
+    LessThanOrEqual,
+    bind,
+    parse,
+)
+from icefloe.expressions.visitors import referenced_field_ids
+from icefloe.manifest import DataFile
+from icefloe.scan.task import FileScanTask
+from icefloe.spec.types import IntegerType, LongType, StringType
+from icefloe.transaction._file_filter import FileFilter
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.snapshot import Snapshot
+    from icefloe.spec.table_metadata import TableMetadata
+
+__all__ = [
+    "COPY_ON_WRITE",
+    "MERGE_ON_READ",
+    "FilterMatcher",
+    "KeyMatcher",
+    "RowChanges",
+    "remove_rows",
+    "to_filter",
+    "write_mode",
+]
+
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+_POS = "__icefloe_pos"
+
+
+def write_mode(properties: dict[str, str], command: str) -> str:
+    """``write.<command>.mode`` (delete, update, merge): copy-on-write (default) or merge-on-read."""
+    key = f"write.{command}.mode"
+    mode = properties.get(key, COPY_ON_WRITE).strip().lower()
+    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise ConfigError(
+            f"table property {key}={properties[key]!r} is not a write mode",
+            hint="use 'copy-on-write' or 'merge-on-read'",
+            property=key,
+        )
+    return mode
+
+
+def to_filter(where: str | BooleanExpression, schema: Schema) -> BooleanExpression:
+    """Parse and bind-check a user filter (an unknown column raises ExpressionError)."""
+    if isinstance(where, str):
+        expr = parse(where)
+    elif isinstance(where, BooleanExpression):
+        expr = where
+    else:
+        raise ValidationError(
+            f"a row filter must be text or an icefloe expression, got {type(where).__name__}",
+            hint="e.g. table.delete(\"id < 10\") or table.delete(col('id') < 10)",
+        )
+    bind(schema, expr)
+    return expr
+
+
+class FilterMatcher:
+    """Rows matching a row filter (NULL results do not match)."""
+
+    def __init__(self, schema: Schema, row_filter: BooleanExpression) -> None:
+        from icefloe.arrow.expression import to_arrow_expression
+
+        bound = bind(schema, row_filter)
+        self.field_ids = referenced_field_ids(bound)
+        self.read_schema = schema.select_ids(self.field_ids)
+        self._expr = to_arrow_expression(row_filter, self.read_schema)
+
+    def matches(self, batch: pa.RecordBatch) -> np.ndarray:
+        t = pa.Table.from_batches([batch]).append_column(_POS, pa.array(np.arange(batch.num_rows)))
+        hits: np.ndarray = t.filter(self._expr).column(_POS).to_numpy()
+        mask: np.ndarray = np.zeros(batch.num_rows, dtype=bool)
+        mask[hits] = True
+        return mask
+
+
+class KeyMatcher:
+    """Rows whose key columns equal those of one of a set of keys (NULL keys never match)."""
+
+    def __init__(self, schema: Schema, key_columns: list[str], keys: pa.Table) -> None:
+        self.key_columns = key_columns
+        self.field_ids = {schema.find_field(c).field_id for c in key_columns}
+        self.read_schema = schema.select_ids(self.field_ids)
+        self._keys = keys.select(key_columns).group_by(key_columns).aggregate([])
+
+    def matches(self, batch: pa.RecordBatch) -> np.ndarray:
+        t = pa.Table.from_batches([batch]).select(self.key_columns)
+        t = t.append_column(_POS, pa.array(np.arange(batch.num_rows)))
+        hits: np.ndarray = (
+            t.join(self._keys, keys=self.key_columns, join_type="inner").column(_POS).to_numpy()
+        )
+        mask: np.ndarray = np.zeros(batch.num_rows, dtype=bool)
+        mask[hits] = True
+        return mask
+
+    def prefilter(self, schema: Schema) -> BooleanExpression:
+        """A range filter on the key columns, for pruning files by metadata and for conflicts."""
+        import pyarrow.compute as pc
+
+        expr: BooleanExpression = AlwaysTrue()
+        for c in self.key_columns:
+            t = schema.find_field(c).field_type
+            if not isinstance(t, IntegerType | LongType | StringType):
+                continue
+            mm = pc.min_max(self._keys.column(c))
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo is None:
+                continue
+            rng = And(GreaterThanOrEqual(c, lo), LessThanOrEqual(c, hi))
+            expr = rng if isinstance(expr, AlwaysTrue) else And(expr, rng)
+        return expr
+
+
+Matcher = FilterMatcher | KeyMatcher
+
+
+@dataclass
+class RowChanges:
+    """The files a row operation produced, not committed yet."""
+
+    removed: list[DataFile] = field(default_factory=list)
+    added: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    referenced: set[str] = field(default_factory=set)
+    rows_removed: int = 0
+
+    def written(self) -> list[str]:
+        return [f.file_path for f in (*self.added, *self.added_deletes)]
+
+    def discard(self, io: FileIO) -> None:
+        for p in self.written():
+            with contextlib.suppress(FileIOError):
+                io.delete(p)
+
+
+def _read(
+    io: FileIO,
+    metadata: TableMetadata,
+    task: FileScanTask,
+    projection: Schema,
+    *,
+    apply_deletes: bool,
+) -> Iterator[pa.RecordBatch]:
+    from icefloe.arrow.reader import read_task
+
+    bare = FileScanTask(task.file, AlwaysTrue(), task.delete_files if apply_deletes else ())
+    return read_task(
+        io,
+        bare,
+        projection,
+        metadata.schema(),
+        name_mapping=metadata.properties.get("schema.name-mapping.default"),
+    )
+
+
+def _matching_positions(
+    io: FileIO, metadata: TableMetadata, task: FileScanTask, matcher: Matcher
+) -> tuple[np.ndarray, int]:
+    """Positions (row ordinals in the file) of the matching rows, and the file's row count.
+    Read without applying deletes: positions must count every row of the file."""
+    parts: list[np.ndarray] = []
+    offset = 0
+    for batch in _read(io, metadata, task, matcher.read_schema, apply_deletes=False):
+        mask = matcher.matches(batch)
+        if mask.any():
+            parts.append(np.flatnonzero(mask).astype(np.int64) + offset)
+        offset += batch.num_rows
+    positions = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return positions, offset
+
+
+def _rewrite(
+    io: FileIO, metadata: TableMetadata, task: FileScanTask, matcher: Matcher, changes: RowChanges
+) -> None:
+    """Copy-on-write: write the rows of ``task``'s file that do not match, in the file's spec."""
+    from icefloe.arrow.writer import write_data_files
+
+    schema = metadata.schema()
+    removed = [0]
+
+    def survivors() -> Iterator[pa.RecordBatch]:
+        # The matcher refers to columns by name, so the full rows serve it as they are.
+        for batch in _read(io, metadata, task, schema, apply_deletes=True):
+            mask = matcher.matches(batch)
+            n = int(mask.sum())
+            removed[0] += n
+            if n == 0:
+                yield batch
+            elif n < batch.num_rows:
+                yield batch.filter(pa.array(~mask))
+
+    files = write_data_files(io, metadata, survivors(), spec=metadata.spec_by_id(task.file.spec_id))
+    changes.added.extend(files)
+    changes.removed.append(task.file)
+    changes.rows_removed += removed[0]
+
+
+def remove_rows(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    matcher: Matcher,
+    prefilter: BooleanExpression,
+    mode: str,
+    *,
+    whole_file_filter: BooleanExpression | None = None,
+) -> RowChanges:
+    """Find the rows ``matcher`` selects among the files ``prefilter`` may match and produce the
+    files that remove them (copy-on-write or merge-on-read). On error, written files are deleted."""
+    from icefloe.scan.planner import plan_files
+
+    changes = RowChanges()
+    if snapshot is None:
+        return changes
+    whole = FileFilter(metadata, whole_file_filter) if whole_file_filter is not None else None
+    try:
+        for task in plan_files(io, metadata, snapshot, prefilter):
+            if whole is not None and whole.must_match(task.file):
+                changes.removed.append(task.file)
+                changes.rows_removed += task.file.record_count
+                continue
+            positions, n_rows = _matching_positions(io, metadata, task, matcher)
+            if positions.size == 0:
+                continue
+            if positions.size == n_rows and not task.delete_files:
+                # Every row goes: drop the file by metadata, nothing to write.
+                changes.removed.append(task.file)
+                changes.rows_removed += n_rows
+            elif mode == MERGE_ON_READ:
+                _position_deletes(io, metadata, task.file, positions, changes)
+            else:
+                _rewrite(io, metadata, task, matcher, changes)
+    except BaseException:
+        changes.discard(io)
+        raise
+    return changes
+
+
+def _position_deletes(
+    io: FileIO, metadata: TableMetadata, f: DataFile, positions: np.ndarray, changes: RowChanges
+) -> None:
+    from icefloe.arrow.deletes import write_position_deletes
+
+    files = write_position_deletes(
+        io, metadata, {f.file_path: pa.array(positions)}, spec_id=f.spec_id, partition=f.partition
+    )
+    changes.added_deletes.extend(files)
+    changes.referenced.add(f.file_path)
+    changes.rows_removed += int(positions.size)
+
+
+def check_key_columns(schema: Schema, data_schema: pa.Schema, key_columns: Any) -> list[str]:
+    """Key columns must be a non-empty list of top-level primitive columns of table and data."""
+    if isinstance(key_columns, str) or not key_columns:
+        raise ValidationError(
+            "key_columns must be a non-empty list of column names",
+            hint='e.g. table.upsert(data, key_columns=["id"])',
+        )
+    keys = list(key_columns)
+    for c in keys:
+        if not isinstance(c, str):
+            raise ValidationError(f"key column names must be strings, got {c!r}")
+        f = next((x for x in schema.fields if x.name == c), None)
+        if f is None:
+            raise SchemaError(
+                f"key column {c!r} is not a top-level column of the table",
+                hint=f"table columns: {', '.join(x.name for x in schema.fields)}",
+                column=c,
+            )
+        if not f.field_type.is_primitive:
+            raise SchemaError(f"key column {c!r} must be a primitive column, it is {f.field_type}", column=c)
+        if c not in data_schema.names:
+            raise SchemaError(f"key column {c!r} is missing from the data", column=c)
+    if len(set(keys)) != len(keys):
+        raise ValidationError(f"duplicate key columns in {keys}")
+    return keys
