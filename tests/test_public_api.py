@@ -27,6 +27,7 @@ def test_public_names_are_exported() -> None:
         "transforms",
         "testing",
         "cli",
+        "spark",
     }
     assert public - modules - set(icefloe.__all__) == set()
 

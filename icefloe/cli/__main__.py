@@ -8,7 +8,12 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m icefloe.cli demo [--scale SF] [--workdir DIR] [--keep]")
+        print(
+            "usage: python -m icefloe.cli demo [--engine spark|arrow] [--scale SF] [--workdir DIR] "
+            "[--master URL] [--keep]\n"
+            "  demo   TPC-H into partitioned Iceberg tables through Spark (default) or Arrow: ingest,\n"
+            "         queries, a late batch into old partitions, time travel"
+        )
         return 0 if args else 2
     if args[0] == "demo":
         from icefloe.cli.demo import main as demo_main

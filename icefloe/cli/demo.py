@@ -2,8 +2,9 @@
 into old partitions, and time travel to compare before and after.
 
 Runs on the embedded defaults: a SQLite catalog and a local warehouse under ``--workdir``.
-This version uses the Arrow engine (no JVM); the Spark pipeline replaces the ingest step when the
-Spark data source lands.
+Two engines run the same pipeline: Spark (the default; :mod:`icefloe.cli._demo_spark`, local[2])
+and Arrow (``--engine arrow``: no JVM, DuckDB for the SQL). This module holds what both share
+(data generation, the catalog, the Q6 cross-check, printing) and the Arrow engine.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ from icefloe.table import Table
 
 __all__ = ["main"]
 
+# The late batch: March 1995 shipments received after the month closed. The rest of March is
+# ingested on time, so the late rows land in a partition (month=1995-03) that already has files.
 _LATE_FROM = dt.date(1995, 3, 1)
 _LATE_TO = dt.date(1995, 4, 1)
 
@@ -170,52 +174,89 @@ def _table_text(t: pa.Table, max_rows: int = 10) -> str:
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float):
+    if isinstance(v, float | Decimal):
         return f"{v:,.2f}"
     return str(v)
 
 
-def run(workdir: Path, scale: float, fresh: bool) -> None:
-    if fresh and (workdir / "warehouse").exists():
-        shutil.rmtree(workdir / "warehouse")
+def _prepare_workdir(workdir: Path, fresh: bool) -> None:
+    if fresh:
+        # the catalog and the warehouse go together: one without the other is a broken catalog
+        shutil.rmtree(workdir / "warehouse", ignore_errors=True)
         (workdir / "catalog.db").unlink(missing_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
 
-    with _step(f"generating TPC-H data at scale factor {scale} (tpchgen-cli)"):
-        _tpchgen(workdir / "tpch" / f"sf{scale}", scale)
-        orders_data = _plain(pq.read_table(workdir / "tpch" / f"sf{scale}" / "orders.parquet"))
-        lineitem_data = _plain(pq.read_table(workdir / "tpch" / f"sf{scale}" / "lineitem.parquet"))
-        _say(f"    orders: {orders_data.num_rows:,} rows, lineitem: {lineitem_data.num_rows:,} rows")
 
-    catalog = icefloe.load_catalog(
-        "demo",
-        type="sql",
-        uri=f"sqlite:///{(workdir / 'catalog.db').resolve()}",
-        warehouse=(workdir / "warehouse").resolve().as_uri(),
-    )
+def _source_dir(workdir: Path, scale: float) -> Path:
+    return workdir / "tpch" / f"sf{scale}"
+
+
+def _catalog_properties(workdir: Path) -> dict[str, str]:
+    """The embedded defaults: a SQLite catalog file and a local warehouse, both under ``workdir``."""
+    return {
+        "type": "sql",
+        "uri": f"sqlite:///{(workdir / 'catalog.db').resolve()}",
+        "warehouse": (workdir / "warehouse").resolve().as_uri(),
+    }
+
+
+def _create_tables(catalog: Any, orders_schema: pa.Schema, lineitem_schema: pa.Schema) -> tuple[Table, Table]:
+    """Fresh ``tpch.orders`` (bucket(16, o_custkey)) and ``tpch.lineitem`` (month(l_shipdate))."""
     if not catalog.namespace_exists("tpch"):
         catalog.create_namespace("tpch")
     for name in ("tpch.orders", "tpch.lineitem"):
         if catalog.table_exists(name):
             catalog.drop_table(name, purge=True)
+    orders = catalog.create_table("tpch.orders", schema=orders_schema, partition_by=["bucket(16, o_custkey)"])
+    lineitem = catalog.create_table(
+        "tpch.lineitem", schema=lineitem_schema, partition_by=["month(l_shipdate)"]
+    )
+    for t in (orders, lineitem):
+        schema = t.schema()
+        spec = ", ".join(f"{f.transform}({schema.column_name(f.source_id)})" for f in t.spec().fields)
+        _say(f"    {t.name:<14} partitioned by {spec}")
+    return orders, lineitem
 
+
+def _print_summary(workdir: Path, tables: tuple[Table, ...], t_start: float) -> None:
+    _say("\nSummary")
+    for t in tables:
+        t = t.refresh()
+        _say(f"  {t.name}: {len(t.snapshots())} snapshots, metadata {t.metadata_location}")
+        for s in t.snapshots():
+            p = s.summary.properties
+            _say(
+                f"    {s.snapshot_id}  {s.summary.operation.value:<9} +{p.get('added-records', '0'):>8} rows"
+                f"  total {p.get('total-records', '?'):>8} rows in {p.get('total-data-files', '?')} files"
+            )
+    _say(f"  catalog: {(workdir / 'catalog.db').resolve()}")
+    _say(f"  warehouse: {(workdir / 'warehouse').resolve()}")
+    _say(f"finished in {time.perf_counter() - t_start:.1f}s")
+
+
+def run(workdir: Path, scale: float, fresh: bool) -> None:
+    """The pipeline on the Arrow engine (``--engine arrow``)."""
+    _prepare_workdir(workdir, fresh)
+    t_start = time.perf_counter()
+    src = _source_dir(workdir, scale)
+
+    with _step(f"generating TPC-H data at scale factor {scale} (tpchgen-cli)"):
+        _tpchgen(src, scale)
+        orders_data = _plain(pq.read_table(src / "orders.parquet"))
+        lineitem_data = _plain(pq.read_table(src / "lineitem.parquet"))
+        _say(f"    orders: {orders_data.num_rows:,} rows, lineitem: {lineitem_data.num_rows:,} rows")
+
+    catalog = icefloe.load_catalog("demo", **_catalog_properties(workdir))
     with _step("creating partitioned tables"):
-        orders = catalog.create_table(
-            "tpch.orders", schema=orders_data.schema, partition_by=["bucket(16, o_custkey)"]
-        )
-        lineitem = catalog.create_table(
-            "tpch.lineitem", schema=lineitem_data.schema, partition_by=["month(l_shipdate)"]
-        )
-        for t in (orders, lineitem):
-            schema = t.schema()
-            spec = ", ".join(f"{f.transform}({schema.column_name(f.source_id)})" for f in t.spec().fields)
-            _say(f"    {t.name:<14} partitioned by {spec}")
+        orders, lineitem = _create_tables(catalog, orders_data.schema, lineitem_data.schema)
 
-    # Hold back one month of shipments: they arrive late, into old partitions.
+    # Hold back March 1995 shipments received after March: they arrive late, into an old partition.
     late_mask = pc.and_(
-        pc.greater_equal(lineitem_data["l_shipdate"], pa.scalar(_LATE_FROM, pa.date32())),
-        pc.less(lineitem_data["l_shipdate"], pa.scalar(_LATE_TO, pa.date32())),
+        pc.and_(
+            pc.greater_equal(lineitem_data["l_shipdate"], pa.scalar(_LATE_FROM, pa.date32())),
+            pc.less(lineitem_data["l_shipdate"], pa.scalar(_LATE_TO, pa.date32())),
+        ),
+        pc.greater_equal(lineitem_data["l_receiptdate"], pa.scalar(_LATE_TO, pa.date32())),
     )
     on_time = lineitem_data.filter(pc.invert(late_mask))
     late = lineitem_data.filter(late_mask)
@@ -245,7 +286,9 @@ def run(workdir: Path, scale: float, fresh: bool) -> None:
             f"skipped {st.files_skipped_by_partition} by partition and {st.files_skipped_by_metrics} by stats"
         )
 
-    with _step(f"late batch: {late.num_rows:,} shipments from {_LATE_FROM:%B %Y} arrive"):
+    with _step(
+        f"late batch: {late.num_rows:,} shipments from {_LATE_FROM:%B %Y} received after the month arrive"
+    ):
         lineitem.append(late)
 
     with _step("time travel: Q6 before and after the late batch"):
@@ -265,18 +308,7 @@ def run(workdir: Path, scale: float, fresh: bool) -> None:
         _say(f"    lineitem rows then/now: {count_then:,} / {count_now:,}")
         assert count_now == lineitem_data.num_rows, "every ingested row must be readable"
 
-    _say("\nSummary")
-    for t in (orders.refresh(), lineitem.refresh()):
-        _say(f"  {t.name}: {len(t.snapshots())} snapshots, metadata {t.metadata_location}")
-        for s in t.snapshots():
-            p = s.summary.properties
-            _say(
-                f"    {s.snapshot_id}  {s.summary.operation.value:<9} +{p.get('added-records', '0'):>8} rows"
-                f"  total {p.get('total-records', '?'):>8} rows in {p.get('total-data-files', '?')} files"
-            )
-    _say(f"  catalog: {(workdir / 'catalog.db').resolve()}")
-    _say(f"  warehouse: {(workdir / 'warehouse').resolve()}")
-    _say(f"finished in {time.perf_counter() - t_start:.1f}s")
+    _print_summary(workdir, (orders, lineitem), t_start)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,8 +316,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, default=Path("demo-output"))
     p.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
     p.add_argument("--keep", action="store_true", help="keep the tables of an earlier run")
+    p.add_argument(
+        "--engine",
+        choices=("spark", "arrow"),
+        default="spark",
+        help="spark (default: local[2], ingest and queries through the icefloe data source) "
+        "or arrow (no JVM)",
+    )
+    p.add_argument(
+        "--master", default="local[2]", help="Spark master URL (default local[2]; spark engine only)"
+    )
     args = p.parse_args(argv)
-    run(args.workdir, args.scale, fresh=not args.keep)
+    if args.engine == "arrow":
+        run(args.workdir, args.scale, fresh=not args.keep)
+    else:
+        from icefloe.cli._demo_spark import run_spark
+
+        run_spark(args.workdir, args.scale, fresh=not args.keep, master=args.master)
     return 0
 
 

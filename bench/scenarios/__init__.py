@@ -1,0 +1,40 @@
+"""The scenario registry: a name on the command line -> the function that measures it.
+
+Each family lives in its own module and exposes ``run(ctx) -> list[CaseResult]`` (or a named
+variant); modules are imported only when their scenario is chosen, so a missing optional
+dependency (Spark) never stops the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from bench._core import CaseResult, Context
+
+__all__ = ["SCENARIOS", "load"]
+
+# name -> (module, function, one-line description)
+SCENARIOS: dict[str, tuple[str, str, str]] = {
+    "planning": (
+        "bench.scenarios.planning",
+        "run",
+        "plan_files on 10,000 files in 1,000 manifests vs PyIceberg",
+    ),
+    "scan": (
+        "bench.scenarios.scan",
+        "run",
+        "Arrow scan, full and filtered, vs pyarrow.dataset and PyIceberg",
+    ),
+    "append": ("bench.scenarios.write", "run_append", "Arrow append of lineitem vs pq.write_table"),
+    "commit": ("bench.scenarios.write", "run_commit", "small-append latency on SQLite vs PyIceberg"),
+    "deletes": ("bench.scenarios.deletes", "run", "merge-on-read vs copy-on-write delete of 1%, and reads"),
+    "concurrent": ("bench.scenarios.concurrent", "run", "8 writer processes appending to one table"),
+    "spark": ("bench.scenarios.spark", "run", "Spark write/scan vs raw Parquet and Iceberg Java"),
+}
+
+
+def load(name: str) -> Callable[[Context], list[CaseResult]]:
+    module, func, _ = SCENARIOS[name]
+    fn: Callable[[Context], list[CaseResult]] = getattr(importlib.import_module(module), func)
+    return fn

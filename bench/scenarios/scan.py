@@ -1,0 +1,84 @@
+"""Arrow scans of TPC-H ``lineitem``: icefloe ``to_arrow`` vs a raw ``pyarrow.dataset`` read of the
+same data files, and vs PyIceberg 0.12's ``to_arrow`` of the same table (``StaticTable`` on
+icefloe's metadata file).
+
+Full: every row and column. Filtered: one month of ``l_shipdate`` and three columns, the filter
+pushed down on every side. icefloe's time includes planning, as a user pays it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
+from bench.data import lineitem_table
+
+__all__ = ["run"]
+
+SCENARIO = "scan"
+FILTER = "l_shipdate >= '1995-01-01' and l_shipdate < '1995-02-01'"
+COLUMNS = ("l_orderkey", "l_extendedprice", "l_discount")
+LO, HI = dt.date(1995, 1, 1), dt.date(1995, 2, 1)
+
+
+def run(ctx: Context) -> list[CaseResult]:
+    import pyarrow.dataset as ds
+    from pyiceberg.table import StaticTable
+
+    table = lineitem_table(ctx.data_dir, ctx.scale)
+    paths = [t.file.file_path.removeprefix("file://") for t in table.scan().plan_files()]
+    py_table = StaticTable.from_metadata(table.metadata_location)
+    ds_filter = (ds.field("l_shipdate") >= LO) & (ds.field("l_shipdate") < HI)
+
+    def rows(t: Any) -> dict[str, Any]:
+        return {"rows": t.num_rows, "columns": t.num_columns}
+
+    def same_rows(m: dict[str, dict[str, Any]]) -> tuple[list[Check], dict[str, Any]]:
+        counts = {k: v.get("rows") for k, v in m.items()}
+        return [Check("same rows on every side", len(set(counts.values())) == 1, str(counts))], {}
+
+    full = Case(
+        SCENARIO,
+        "full",
+        f"full scan to Arrow, {len(paths)} data files",
+        [
+            Contender("icefloe", lambda: rows(table.scan().to_arrow())),
+            Contender("pyarrow_dataset", lambda: rows(ds.dataset(paths, format="parquet").to_table())),
+            Contender("pyiceberg", lambda: rows(py_table.scan().to_arrow())),
+        ],
+        [
+            Ratio("full scan: speed vs pyarrow.dataset", "icefloe", "pyarrow_dataset", "speed", ">=", 0.9),
+            Ratio("full scan: speed vs PyIceberg", "icefloe", "pyiceberg", "speed", ">=", 1.5),
+        ],
+        evaluate=same_rows,
+    )
+    filtered = Case(
+        SCENARIO,
+        "filtered",
+        f"one month of l_shipdate, {len(COLUMNS)} columns",
+        [
+            Contender(
+                "icefloe",
+                lambda: rows(table.scan(row_filter=FILTER, selected_fields=COLUMNS).to_arrow()),
+            ),
+            Contender(
+                "pyarrow_dataset",
+                lambda: rows(
+                    ds.dataset(paths, format="parquet").to_table(columns=list(COLUMNS), filter=ds_filter)
+                ),
+            ),
+            Contender(
+                "pyiceberg",
+                lambda: rows(py_table.scan(row_filter=FILTER, selected_fields=COLUMNS).to_arrow()),
+            ),
+        ],
+        [
+            Ratio(
+                "filtered scan: speed vs pyarrow.dataset", "icefloe", "pyarrow_dataset", "speed", ">=", 0.9
+            ),
+            Ratio("filtered scan: speed vs PyIceberg", "icefloe", "pyiceberg", "speed", ">=", 1.5),
+        ],
+        evaluate=same_rows,
+    )
+    return [run_case(ctx, full), run_case(ctx, filtered)]

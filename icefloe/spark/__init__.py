@@ -1,0 +1,53 @@
+"""Apache Spark integration: the ``icefloe`` data source and the fast column-pruning read.
+
+::
+
+    import icefloe.spark
+    icefloe.spark.register(spark)
+    df = spark.read.format("icefloe").load("ns.table")
+    df.write.format("icefloe").mode("append").save("ns.table")
+    icefloe.spark.read(spark, "ns.table", columns=["id", "ts"], where="id > 10")
+
+This package is the only one in icefloe that imports pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from icefloe.spark.read import read
+from icefloe.spark.source import IcefloeDataSource
+from icefloe.spark.types import to_iceberg_schema, to_spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["IcefloeDataSource", "read", "register", "to_iceberg_schema", "to_spark_schema"]
+
+PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def register(spark: SparkSession) -> type[IcefloeDataSource]:
+    """Register the ``icefloe`` data source with ``spark`` and return the registered class.
+
+    Python data sources run in worker processes that cannot read the session conf, so this call
+    captures ``spark.icefloe.catalog.*`` and ``spark.sql.sources.partitionOverwriteMode`` now:
+    call it again after changing them. It also turns on
+    ``spark.sql.python.filterPushdown.enabled``, which Spark needs to hand filters to the source.
+    """
+    from icefloe.spark._config import spark_catalog_conf
+
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    mode = (spark.conf.get(PARTITION_OVERWRITE_CONF, "static") or "static").lower()
+    # A class built here (not importable by name) is pickled by value, captured settings included.
+    registered = type(
+        "RegisteredIcefloeDataSource",
+        (IcefloeDataSource,),
+        {
+            "spark_conf": spark_catalog_conf(spark),
+            "partition_overwrite_mode": mode,
+            "__module__": "icefloe.spark._registered",
+        },
+    )
+    spark.dataSource.register(registered)
+    return registered

@@ -1,0 +1,337 @@
+"""``icefloe.spark.read``: the fast read path, with column pruning.
+
+Spark's Python data source API never tells a source which columns a query needs, so
+``spark.read.format("icefloe")`` reads (and ships through Python) every column. This path does
+the planning in Python and the reading in Spark's own vectorized Parquet reader::
+
+    driver: load table -> DataScan(columns, where, snapshot) -> plan_files (partition + metrics pruning)
+      -> spark.read.schema(<projection with parquet.field.id metadata>).parquet(*planned files)
+         with spark.sql.parquet.fieldId.read.enabled=true (columns resolved by field id: renames,
+         columns missing from older files read as nulls)
+      -> .filter(<the scan filter as a Spark Column>) -> .select(<requested columns>)
+
+It falls back to the data source (``engine="auto"``) when the Parquet reader cannot give Iceberg
+semantics: tasks with delete files, tables with a name mapping (files without field ids),
+columns with initial defaults, and uuid/time/nanosecond-timestamp columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icefloe.errors import UnsupportedFeatureError, ValidationError
+from icefloe.expressions import AlwaysTrue, BooleanExpression, BoundReference, bind
+from icefloe.expressions.visitors import rewrite_not
+from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
+from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
+from icefloe.spark._config import catalog_from_options, spark_catalog_conf
+from icefloe.spark.types import to_spark_schema
+from icefloe.spec.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimeType,
+    UUIDType,
+)
+from icefloe.spec.values import to_python
+
+if TYPE_CHECKING:
+    from icefloe.scan.task import FileScanTask
+    from icefloe.spec.schema import Schema
+    from icefloe.table import DataScan, Table
+
+__all__ = ["Engine", "plan_read", "read", "to_spark_column"]
+
+Engine = Literal["auto", "parquet", "source"]
+FIELD_ID_READ_CONF = "spark.sql.parquet.fieldId.read.enabled"
+
+
+def read(
+    spark: SparkSession,
+    table: str | Table,
+    columns: Sequence[str] | None = None,
+    where: str | BooleanExpression | None = None,
+    *,
+    snapshot_id: int | None = None,
+    branch: str | None = None,
+    tag: str | None = None,
+    as_of_timestamp: int | str | dt.datetime | None = None,
+    catalog: str | None = None,
+    catalog_properties: dict[str, str] | None = None,
+    engine: Engine = "auto",
+) -> DataFrame:
+    """A DataFrame of ``columns`` (all when None; nested paths like ``"a.b"`` allowed) of the rows
+    matching ``where`` (icefloe filter syntax), from the current snapshot or the chosen one.
+
+    ``engine="parquet"`` forces Spark's Parquet reader (raising UnsupportedFeatureError when it
+    cannot read the table correctly), ``"source"`` the icefloe data source, ``"auto"`` picks
+    the Parquet reader whenever it can. Turns on ``spark.sql.parquet.fieldId.read.enabled`` for
+    the session (it only affects reads whose schema carries field ids).
+    """
+    scan = plan_read(
+        spark,
+        table,
+        columns,
+        where,
+        snapshot_id=snapshot_id,
+        branch=branch,
+        tag=tag,
+        as_of_timestamp=as_of_timestamp,
+        catalog=catalog,
+        catalog_properties=catalog_properties,
+    )
+    tasks = scan.plan_files() if engine != "source" else []
+    problem = _parquet_problem(scan, tasks) if engine != "source" else "engine='source' was asked for"
+    if problem is not None:
+        if engine == "parquet":
+            raise UnsupportedFeatureError(
+                f"Spark's Parquet reader cannot read {scan.table.name} correctly: {problem}",
+                hint='use engine="auto" or engine="source"',
+            )
+        return _read_with_source(spark, scan, catalog, catalog_properties)
+    return _read_with_parquet(spark, scan, tasks)
+
+
+def plan_read(
+    spark: SparkSession,
+    table: str | Table,
+    columns: Sequence[str] | None,
+    where: str | BooleanExpression | None,
+    *,
+    snapshot_id: int | None = None,
+    branch: str | None = None,
+    tag: str | None = None,
+    as_of_timestamp: int | str | dt.datetime | None = None,
+    catalog: str | None = None,
+    catalog_properties: dict[str, str] | None = None,
+) -> DataScan:
+    if branch is not None and tag is not None:
+        raise ValidationError("choose at most one of branch and tag")
+    if isinstance(table, str):
+        options = _catalog_options(catalog, catalog_properties)
+        table = catalog_from_options(options, spark_catalog_conf(spark)).load_table(table)
+    return table.scan(
+        row_filter=where,
+        selected_fields=tuple(columns) if columns else ("*",),
+        snapshot_id=snapshot_id,
+        ref=branch if branch is not None else tag,
+        as_of_timestamp=as_of_timestamp,
+    )
+
+
+def _catalog_options(catalog: str | None, catalog_properties: dict[str, str] | None) -> dict[str, str]:
+    options = {f"catalog.{k}": v for k, v in (catalog_properties or {}).items()}
+    if catalog:
+        options["catalog"] = catalog
+    return options
+
+
+# --------------------------------------------------------------------------- eligibility
+
+
+def _unsupported_type(t: IcebergType) -> IcebergType | None:
+    if isinstance(t, UUIDType | TimeType | TimestampNsType | TimestamptzNsType):
+        return t
+    if isinstance(t, StructType | ListType | MapType):
+        for f in t.fields:
+            bad = _unsupported_type(f.field_type)
+            if bad is not None:
+                return bad
+    return None
+
+
+def _has_default(fields: Iterable[NestedField]) -> bool:
+    for f in fields:
+        if f.initial_default is not None:
+            return True
+        if isinstance(f.field_type, StructType | ListType | MapType) and _has_default(f.field_type.fields):
+            return True
+    return False
+
+
+def _parquet_problem(scan: DataScan, tasks: Sequence[FileScanTask]) -> str | None:
+    """Why Spark's Parquet reader would not give Iceberg semantics for this scan, or None."""
+    if "schema.name-mapping.default" in scan.table.metadata.properties:
+        return "the table has a name mapping (files written without field ids)"
+    needed = _needed_schema(scan)
+    for f in needed.fields:
+        bad = _unsupported_type(f.field_type)
+        if bad is not None:
+            return f"column {f.name!r} has type {bad}, which Spark's Parquet reader reads differently"
+    if _has_default(needed.fields):
+        return "a column has an initial default value"
+    for t in tasks:
+        if t.delete_files:
+            return f"{t.file.file_path} has row-level delete files"
+        if str(t.file.file_format).lower().rsplit(".", 1)[-1] != "parquet":
+            return f"{t.file.file_path} is not a Parquet file"
+    return None
+
+
+def _needed_schema(scan: DataScan) -> Schema:
+    """The projection plus the columns the filter reads."""
+    schema = scan.schema()
+    ids = set(referenced_field_ids(bind(schema, scan.row_filter, scan.case_sensitive)))
+    projection = scan.projection()
+    if not ids:
+        return projection
+    return schema.select_ids(_leaf_ids(projection) | ids)
+
+
+def _leaf_ids(schema: Schema) -> set[int]:
+    """Ids of the projection's primitive fields (selecting a struct id would select all of it)."""
+    out: set[int] = set()
+
+    def walk(fields: Iterable[NestedField]) -> None:
+        for f in fields:
+            if isinstance(f.field_type, StructType | ListType | MapType):
+                walk(f.field_type.fields)
+            else:
+                out.add(f.field_id)
+
+    walk(schema.fields)
+    return out
+
+
+# --------------------------------------------------------------------------- the two engines
+
+
+def _read_with_parquet(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask]) -> DataFrame:
+    projection = scan.projection()
+    needed = _needed_schema(scan)
+    spark_schema = to_spark_schema(needed, with_field_ids=True)
+    paths = list(dict.fromkeys(t.file.file_path for t in tasks))
+    if not paths:
+        return spark.createDataFrame([], to_spark_schema(projection))
+    spark.conf.set(FIELD_ID_READ_CONF, "true")
+    df = spark.read.schema(spark_schema).parquet(*paths)
+    if not isinstance(scan.row_filter, AlwaysTrue):
+        df = df.filter(to_spark_column(scan.row_filter, scan.schema(), scan.case_sensitive))
+    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
+
+
+def _read_with_source(
+    spark: SparkSession, scan: DataScan, catalog: str | None, catalog_properties: dict[str, str] | None
+) -> DataFrame:
+    reader = spark.read.format("icefloe")
+    for key, value in _catalog_options(catalog, catalog_properties).items():
+        reader = reader.option(key, value)
+    if scan.snapshot_id is not None:
+        reader = reader.option("snapshot-id", str(scan.snapshot_id))
+    elif scan.ref is not None:
+        kind = scan.table.metadata.refs[scan.ref].ref_type
+        reader = reader.option("branch" if str(kind).lower().endswith("branch") else "tag", scan.ref)
+    elif scan.as_of_timestamp is not None:
+        snap = scan.snapshot()
+        if snap is not None:
+            reader = reader.option("snapshot-id", str(snap.snapshot_id))
+    df = reader.load(scan.table.name)
+    if not isinstance(scan.row_filter, AlwaysTrue):
+        df = df.filter(to_spark_column(scan.row_filter, scan.schema(), scan.case_sensitive))
+    projection = scan.projection()
+    if projection is scan.schema():
+        return df
+    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
+
+
+# --------------------------------------------------------------------------- filters as Spark Columns
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class _ToSparkColumn(BoundExpressionVisitor[Column]):
+    """Iceberg predicate semantics in Spark: comparisons with null are false, ``!=`` and
+    ``not in`` are true for nulls (as icefloe's Arrow reader evaluates them)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._schema = schema
+
+    def _col(self, ref: BoundReference) -> Column:
+        path = self._schema.column_name(ref.field_id)
+        return F.col(".".join(_quoted(p) for p in path.split(".")))
+
+    def _lit(self, ref: BoundReference, value: Any) -> Column:
+        t = ref.field_type
+        py = to_python(t, value)
+        if isinstance(t, TimestampType):
+            # A naive datetime literal would be read in the Python process's zone; spell it out.
+            return F.expr(f"TIMESTAMP_NTZ '{py.isoformat(sep=' ')}'")
+        return F.lit(py)
+
+    def visit_true(self) -> Column:
+        return F.lit(True)
+
+    def visit_false(self) -> Column:
+        return F.lit(False)
+
+    def visit_not(self, child_result: Column) -> Column:
+        return ~child_result
+
+    def visit_and(self, left_result: Column, right_result: Column) -> Column:
+        return left_result & right_result
+
+    def visit_or(self, left_result: Column, right_result: Column) -> Column:
+        return left_result | right_result
+
+    @staticmethod
+    def _false_on_null(c: Column) -> Column:
+        return F.coalesce(c, F.lit(False))
+
+    def visit_is_null(self, ref: BoundReference) -> Column:
+        return self._col(ref).isNull()
+
+    def visit_not_null(self, ref: BoundReference) -> Column:
+        return self._col(ref).isNotNull()
+
+    def visit_is_nan(self, ref: BoundReference) -> Column:
+        return self._false_on_null(F.isnan(self._col(ref)))
+
+    def visit_not_nan(self, ref: BoundReference) -> Column:
+        return ~self._false_on_null(F.isnan(self._col(ref)))
+
+    def visit_less_than(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref) < self._lit(ref, literal))
+
+    def visit_less_than_or_equal(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref) <= self._lit(ref, literal))
+
+    def visit_greater_than(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref) > self._lit(ref, literal))
+
+    def visit_greater_than_or_equal(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref) >= self._lit(ref, literal))
+
+    def visit_equal(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref) == self._lit(ref, literal))
+
+    def visit_not_equal(self, ref: BoundReference, literal: Any) -> Column:
+        return F.coalesce(self._col(ref) != self._lit(ref, literal), F.lit(True))
+
+    def visit_in(self, ref: BoundReference, literals: frozenset[Any]) -> Column:
+        return self._false_on_null(self._col(ref).isin([self._lit(ref, v) for v in literals]))
+
+    def visit_not_in(self, ref: BoundReference, literals: frozenset[Any]) -> Column:
+        return ~self.visit_in(ref, literals)
+
+    def visit_starts_with(self, ref: BoundReference, literal: Any) -> Column:
+        return self._false_on_null(self._col(ref).startswith(literal))
+
+    def visit_not_starts_with(self, ref: BoundReference, literal: Any) -> Column:
+        return ~self.visit_starts_with(ref, literal)
+
+
+def to_spark_column(expr: BooleanExpression, schema: Schema, case_sensitive: bool = True) -> Column:
+    """An icefloe filter as a Spark boolean Column with the same results."""
+    return visit(rewrite_not(bind(schema, expr, case_sensitive)), _ToSparkColumn(schema))

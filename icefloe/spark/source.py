@@ -1,0 +1,506 @@
+"""The ``icefloe`` Spark data source (PySpark 4 Python Data Source API).
+
+Reading::
+
+    driver: load table, pick snapshot (snapshot-id | as-of-timestamp | branch | tag)
+      -> pushFilters: Spark filters -> icefloe predicate (used for partition + metrics pruning)
+      -> partitions(): plan_files + plan_tasks (split on row groups, combine small files)
+    executors: read(partition) -> read_task per FileScanTask -> Arrow batches in Spark's layout
+
+Writing::
+
+    driver: writer(): load table, check the DataFrame schema against the table (names the column),
+            before any task runs
+    executors: write(batches) -> write_data_files (partitioned, rolling, metrics, field ids)
+               -> commit message = the DataFiles
+    driver: commit(messages) -> one transaction: append | overwrite (all / by filter) |
+            dynamic partition overwrite; abort(messages) deletes the files.
+
+Python data sources run in Python worker processes, on the driver and on executors alike; only
+small picklable state crosses: the table identifier and catalog properties (used by driver-side
+steps only), table metadata JSON, FileIO properties and scan tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid as uuid_mod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pyspark.sql import datasource as ds
+from pyspark.sql.types import StructType as SparkStructType
+
+from icefloe.errors import CommitStateUnknownError, UnsupportedFeatureError, ValidationError
+from icefloe.expressions import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotNull,
+    StartsWith,
+    bind,
+    parse,
+)
+from icefloe.io import load_file_io
+from icefloe.spark._config import catalog_from_options
+from icefloe.spark.types import to_spark_schema
+from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata, read_metadata_json, write_metadata_json
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.io import FileIO
+    from icefloe.manifest import DataFile
+    from icefloe.scan.task import FileScanTask
+    from icefloe.table import Table
+
+__all__ = [
+    "FileGroupPartition",
+    "IcefloeCommitMessage",
+    "IcefloeDataSource",
+    "IcefloeReader",
+    "IcefloeWriter",
+    "spark_filter_to_expression",
+]
+
+SNAPSHOT_ID = "snapshot-id"
+AS_OF_TIMESTAMP = "as-of-timestamp"
+BRANCH = "branch"
+TAG = "tag"
+SPLIT_SIZE = "split-size"
+FILE_OPEN_COST = "file-open-cost"
+OVERWRITE_FILTER = "overwrite-filter"
+PARTITION_OVERWRITE_MODE = "partition-overwrite-mode"
+TARGET_FILE_SIZE = "target-file-size-bytes"
+WRITE_ID_PROPERTY = "icefloe.spark.write-id"
+
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
+
+
+def _table_name(options: Mapping[str, str]) -> str:
+    name = options.get("path") or options.get("table")
+    if not name:
+        raise ValidationError(
+            "no table given to the icefloe data source",
+            hint='name it: spark.read.format("icefloe").load("ns.table") or .save("ns.table")',
+        )
+    return name
+
+
+def _int_option(options: Mapping[str, str], key: str, default: int | None) -> int | None:
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValidationError(f"option {key!r} must be an integer, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class _ReadTarget:
+    """The snapshot and schema a read resolves to."""
+
+    snapshot_id: int | None
+    schema: Schema
+
+
+def resolve_read(table: Table, options: Mapping[str, str]) -> _ReadTarget:
+    """Resolve snapshot-id / as-of-timestamp / branch / tag the way ``Table.scan`` does."""
+    ref = options.get(BRANCH) or options.get(TAG)
+    if options.get(BRANCH) and options.get(TAG):
+        raise ValidationError("choose at most one of the options branch and tag")
+    as_of = _int_option(options, AS_OF_TIMESTAMP, None)
+    scan = table.scan(snapshot_id=_int_option(options, SNAPSHOT_ID, None), ref=ref, as_of_timestamp=as_of)
+    snap = scan.snapshot()
+    return _ReadTarget(snap.snapshot_id if snap else None, scan.schema())
+
+
+# --------------------------------------------------------------------------- filters
+
+
+def _literal(value: Any) -> Any:
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def spark_filter_to_expression(f: ds.Filter) -> BooleanExpression | None:
+    """An icefloe predicate equivalent to Spark's pushed filter, or None when there is none."""
+    if isinstance(f, ds.Not):
+        inner = spark_filter_to_expression(f.child)
+        return Not(inner) if inner is not None else None
+    attr = getattr(f, "attribute", None)
+    if not attr:
+        return None
+    name = ".".join(attr)
+    if isinstance(f, ds.IsNull):
+        return IsNull(name)
+    if isinstance(f, ds.IsNotNull):
+        return NotNull(name)
+    value = _literal(getattr(f, "value", None))
+    if isinstance(f, ds.In):
+        values = [_literal(v) for v in value if v is not None]
+        if any(isinstance(v, float) and math.isnan(v) for v in values):
+            return None
+        return In(name, values)
+    if value is None or isinstance(value, list | tuple | dict):
+        return IsNull(name) if isinstance(f, ds.EqualNullSafe) and value is None else None
+    if isinstance(value, float) and math.isnan(value):
+        # Spark orders NaN above every number and treats NaN = NaN as true.
+        if isinstance(f, ds.EqualTo | ds.EqualNullSafe | ds.GreaterThanOrEqual):
+            return IsNaN(name)
+        return None
+    if isinstance(f, ds.EqualTo | ds.EqualNullSafe):
+        return EqualTo(name, value)
+    if isinstance(f, ds.GreaterThan):
+        return GreaterThan(name, value)
+    if isinstance(f, ds.GreaterThanOrEqual):
+        return GreaterThanOrEqual(name, value)
+    if isinstance(f, ds.LessThan):
+        return LessThan(name, value)
+    if isinstance(f, ds.LessThanOrEqual):
+        return LessThanOrEqual(name, value)
+    if isinstance(f, ds.StringStartsWith):
+        return StartsWith(name, value)
+    return None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class FileGroupPartition(ds.InputPartition):
+    """One Spark input partition: scan tasks (whole files or row-group ranges) read in order."""
+
+    def __init__(self, tasks: Sequence[FileScanTask]) -> None:
+        super().__init__(None)
+        self.tasks = list(tasks)
+
+
+class IcefloeReader(ds.DataSourceReader):
+    def __init__(
+        self,
+        *,
+        metadata_json: str,
+        io_properties: dict[str, str],
+        snapshot_id: int | None,
+        schema: Schema,
+        projected: Schema,
+        spark_schema: SparkStructType,
+        split_size: int,
+        open_file_cost: int,
+    ) -> None:
+        self.metadata_json = metadata_json
+        self.io_properties = io_properties
+        self.snapshot_id = snapshot_id
+        self.schema = schema
+        self.projected = projected
+        self.spark_schema = spark_schema
+        self.split_size = split_size
+        self.open_file_cost = open_file_cost
+        self.row_filter: BooleanExpression = AlwaysTrue()
+        self.pushed: list[str] = []
+
+    def _metadata(self) -> TableMetadata:
+        return read_metadata_json(self.metadata_json)
+
+    def pushFilters(self, filters: list[ds.Filter]) -> Iterable[ds.Filter]:
+        """Every filter Spark offers that has an icefloe equivalent prunes files and row groups;
+        all of them are still handed back so Spark evaluates them exactly (Spark's and Iceberg's
+        comparison rules differ in corners such as NaN and collations)."""
+        for f in filters:
+            expr = spark_filter_to_expression(f)
+            if expr is not None:
+                try:
+                    bind(self.schema, expr, True)
+                except Exception:
+                    expr = None
+            if expr is not None:
+                self.row_filter = (
+                    expr if isinstance(self.row_filter, AlwaysTrue) else And(self.row_filter, expr)
+                )
+                self.pushed.append(str(expr))
+            yield f
+
+    def plan(self) -> list[list[FileScanTask]]:
+        from icefloe.scan.planner import plan_files, plan_tasks
+
+        metadata = self._metadata()
+        if self.snapshot_id is None:
+            return []
+        io = load_file_io(self.io_properties, metadata.location)
+        tasks = plan_files(
+            io, metadata, metadata.snapshot_by_id(self.snapshot_id), self.row_filter, schema=self.schema
+        )
+        return plan_tasks(tasks, split_size=self.split_size, open_file_cost=self.open_file_cost)
+
+    def partitions(self) -> Sequence[ds.InputPartition]:
+        groups = self.plan()
+        if not groups:
+            return [FileGroupPartition([])]
+        return [FileGroupPartition(g) for g in groups]
+
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from icefloe.arrow.reader import read_task
+        from icefloe.spark._arrow import to_spark_batch
+
+        assert isinstance(partition, FileGroupPartition)
+        if not partition.tasks:
+            return
+        metadata = self._metadata()
+        io = load_file_io(self.io_properties, metadata.location)
+        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        name_mapping = metadata.properties.get("schema.name-mapping.default")
+        for task in partition.tasks:
+            for batch in read_task(io, task, self.projected, self.schema, True, name_mapping=name_mapping):
+                if batch.num_rows:
+                    yield to_spark_batch(batch, self.projected, target)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass
+class IcefloeCommitMessage(ds.WriterCommitMessage):
+    files: list[DataFile] = field(default_factory=list)
+
+
+def _files(messages: Sequence[ds.WriterCommitMessage | None]) -> list[DataFile]:
+    return [f for m in messages if isinstance(m, IcefloeCommitMessage) for f in m.files]
+
+
+class IcefloeWriter(ds.DataSourceArrowWriter):
+    def __init__(
+        self,
+        *,
+        options: dict[str, str],
+        spark_conf: dict[str, dict[str, str]],
+        identifier: str,
+        metadata_json: str,
+        io_properties: dict[str, str],
+        mode: str,
+        overwrite_filter: str | None,
+        target_file_size: int | None,
+    ) -> None:
+        self.options = options
+        self.spark_conf = spark_conf
+        self.identifier = identifier
+        self.metadata_json = metadata_json
+        self.io_properties = io_properties
+        self.mode = mode  # append | overwrite | overwrite-filter | dynamic
+        self.overwrite_filter = overwrite_filter
+        self.target_file_size = target_file_size
+        self.write_id = str(uuid_mod.uuid4())
+
+    def _io(self, metadata: TableMetadata) -> FileIO:
+        return load_file_io(self.io_properties, metadata.location)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> IcefloeCommitMessage:
+        from icefloe.arrow.writer import write_data_files
+        from icefloe.spark._arrow import from_spark_batch
+
+        metadata = read_metadata_json(self.metadata_json)
+        schema = metadata.schema()
+        batches = (from_spark_batch(b, schema) for b in iterator)
+        # The job id in every file name lets abort() find files of tasks that died mid-write.
+        task_uuid = f"{self.write_id}-{uuid_mod.uuid4().hex[:12]}"
+        files = write_data_files(
+            self._io(metadata),
+            metadata,
+            batches,
+            target_file_size_bytes=self.target_file_size,
+            write_uuid=task_uuid,
+        )
+        return IcefloeCommitMessage(files)
+
+    def commit(self, messages: list[ds.WriterCommitMessage | None]) -> None:
+        files = _files(messages)
+        catalog = catalog_from_options(self.options, self.spark_conf)
+        table = catalog.load_table(self.identifier)
+        if self.mode == "append" and not files:
+            return
+        props = {WRITE_ID_PROPERTY: self.write_id}
+        tx = table.transaction()
+        try:
+            if self.mode == "append":
+                tx.append_files(files, snapshot_properties=props)
+            elif self.mode == "dynamic":
+                if not files:
+                    return
+                _tx_method(tx, "replace_partitions_files")(files, snapshot_properties=props)
+            else:
+                where = self.overwrite_filter if self.mode == "overwrite-filter" else AlwaysTrue()
+                _tx_method(tx, "overwrite_files")(files, delete_filter=where, snapshot_properties=props)
+            tx.commit()
+        except CommitStateUnknownError:
+            raise  # the files may be committed: never delete them
+        except BaseException:
+            with contextlib.suppress(Exception):
+                tx.abandon()
+            _delete(table.io, files)
+            raise
+
+    def abort(self, messages: list[ds.WriterCommitMessage | None]) -> None:
+        metadata = read_metadata_json(self.metadata_json)
+        io = self._io(metadata)
+        if _was_committed(self.options, self.spark_conf, self.identifier, self.write_id):
+            return  # a commit whose outcome looked unknown did land; its files are live
+        _delete(io, _files(messages))
+        delete_job_files(metadata, self.write_id)
+
+
+def _tx_method(tx: Any, name: str) -> Any:
+    method = getattr(tx, name, None)
+    if method is None:
+        raise UnsupportedFeatureError(
+            f"this icefloe build has no Transaction.{name}; overwrite is not available yet",
+            hint='use .mode("append")',
+        )
+    return method
+
+
+def _delete(io: FileIO, files: Iterable[DataFile]) -> None:
+    for f in files:
+        with contextlib.suppress(Exception):  # best effort: a leftover file is only an orphan
+            io.delete(f.file_path)
+
+
+def _was_committed(options: Mapping[str, str], spark_conf: Any, identifier: str, write_id: str) -> bool:
+    try:
+        table = catalog_from_options(options, spark_conf).load_table(identifier)
+    except Exception:
+        return True
+    return any(s.summary.props.get(WRITE_ID_PROPERTY) == write_id for s in table.snapshots())
+
+
+def delete_job_files(metadata: TableMetadata, write_id: str) -> int:
+    """Delete data files whose names carry ``write_id`` (files of tasks that failed before they
+    could report them). Needs a listable file system (local, or one pyarrow.fs supports); on
+    others such files stay behind as orphans for the orphan-file cleanup. Returns the count."""
+    import pyarrow.fs as pafs
+
+    data_path = metadata.properties.get("write.data.path") or f"{metadata.location.rstrip('/')}/data"
+    try:
+        fs, root = pafs.FileSystem.from_uri(data_path if "://" in data_path else f"file://{data_path}")
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except Exception:
+        return 0
+    deleted = 0
+    for info in infos:
+        if info.type == pafs.FileType.File and write_id in info.base_name:
+            with contextlib.suppress(Exception):
+                fs.delete_file(info.path)
+                deleted += 1
+    return deleted
+
+
+# --------------------------------------------------------------------------- the data source
+
+
+class IcefloeDataSource(ds.DataSource):
+    """``spark.read.format("icefloe").load("ns.table")`` / ``df.write.format("icefloe")...``."""
+
+    # Filled by icefloe.spark.register(): the session's spark.icefloe.catalog.* settings.
+    spark_conf: ClassVar[dict[str, dict[str, str]]] = {}
+    partition_overwrite_mode: ClassVar[str] = "static"
+
+    @classmethod
+    def name(cls) -> str:
+        return "icefloe"
+
+    def _options(self) -> dict[str, str]:
+        return {str(k).lower(): str(v) for k, v in self.options.items()}
+
+    def _table(self) -> Table:
+        options = self._options()
+        return catalog_from_options(options, self.spark_conf).load_table(_table_name(options))
+
+    def schema(self) -> SparkStructType:
+        table = self._table()
+        return to_spark_schema(resolve_read(table, self._options()).schema)
+
+    def reader(self, schema: SparkStructType) -> IcefloeReader:
+        options = self._options()
+        table = self._table()
+        target = resolve_read(table, options)
+        names = [f.name for f in schema.fields]
+        projected = (
+            target.schema if names == [f.name for f in target.schema.fields] else target.schema.select(names)
+        )
+        props = table.properties
+        split_size = _int_option(options, SPLIT_SIZE, None) or int(
+            props.get("read.split.target-size", DEFAULT_SPLIT_SIZE)
+        )
+        open_cost = _int_option(options, FILE_OPEN_COST, None) or int(
+            props.get("read.split.open-file-cost", DEFAULT_OPEN_FILE_COST)
+        )
+        return IcefloeReader(
+            metadata_json=write_metadata_json(table.metadata),
+            io_properties=dict(table.io.properties),
+            snapshot_id=target.snapshot_id,
+            schema=target.schema,
+            projected=projected,
+            spark_schema=to_spark_schema(projected),
+            split_size=split_size,
+            open_file_cost=open_cost,
+        )
+
+    def writer(self, schema: SparkStructType, overwrite: bool) -> IcefloeWriter:
+        options = self._options()
+        identifier = _table_name(options)
+        table = self._table()
+        check_spark_schema(schema, table.schema())
+        if table.format_version != 2:
+            raise UnsupportedFeatureError(
+                f"table {table.name} is format version {table.format_version}; icefloe writes version 2",
+            )
+        overwrite_filter = options.get(OVERWRITE_FILTER)
+        dynamic = options.get(PARTITION_OVERWRITE_MODE, self.partition_overwrite_mode).lower() == "dynamic"
+        if overwrite_filter is not None:
+            if not overwrite:
+                raise ValidationError(f'option {OVERWRITE_FILTER!r} needs .mode("overwrite")')
+            bind(table.schema(), parse(overwrite_filter), True)  # a bad filter fails before any write
+            mode = "overwrite-filter"
+        elif overwrite:
+            mode = "dynamic" if dynamic else "overwrite"
+        else:
+            mode = "append"
+        return IcefloeWriter(
+            options=options,
+            spark_conf=self.spark_conf,
+            identifier=identifier,
+            metadata_json=write_metadata_json(table.metadata),
+            io_properties=dict(table.io.properties),
+            mode=mode,
+            overwrite_filter=overwrite_filter,
+            target_file_size=_int_option(options, TARGET_FILE_SIZE, None),
+        )
+
+
+def check_spark_schema(spark_schema: SparkStructType, schema: Schema) -> None:
+    """Raise SchemaMismatchError (naming the column) when DataFrames of ``spark_schema`` cannot
+    be written to a table with ``schema``; runs on the driver before any task starts."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from icefloe.arrow.conform import check_arrow_schema
+    from icefloe.spark._arrow import from_spark_batch
+
+    arrow_schema = to_arrow_schema(spark_schema, timezone="UTC")
+    empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in arrow_schema], schema=arrow_schema)
+    check_arrow_schema(from_spark_batch(empty, schema).schema, schema)
