@@ -647,5 +647,8 @@ def to_python(t: IcebergType, value: Any) -> Any:
     if isinstance(t, TimestampNsType | TimestamptzNsType):
         import numpy as np
 
+        if value == LongType.min:
+            # numpy reserves the smallest int64 for NaT, so this one instant has no datetime64.
+            raise ValidationError(f"{t} value {value} cannot be represented as numpy.datetime64")
         return np.datetime64(value, "ns")
     return value

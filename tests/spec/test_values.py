@@ -73,7 +73,8 @@ def values_of(t: IcebergType) -> st.SearchStrategy[Any]:
     if isinstance(t, TimestampType | TimestamptzType):
         return st.integers(MIN_DAY * MICROS_PER_DAY, (MAX_DAY + 1) * MICROS_PER_DAY - 1)
     if isinstance(t, TimestampNsType | TimestamptzNsType):
-        return st.integers(LongType.min, LongType.max)
+        # LongType.min is numpy's NaT; to_python refuses it (tested below).
+        return st.integers(LongType.min + 1, LongType.max)
     if isinstance(t, StringType):
         return st.text()
     if isinstance(t, UUIDType):
@@ -410,3 +411,10 @@ def test_to_python_types() -> None:
     assert to_python(TimestampType(), -1) == dt.datetime(1969, 12, 31, 23, 59, 59, 999999)
     assert to_python(TimeType(), 1) == dt.time(0, 0, 0, 1)
     assert to_python(TimestampNsType(), 5) == np.datetime64(5, "ns")
+
+
+def test_smallest_ns_timestamp_is_not_a_datetime64() -> None:
+    from icefloe.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="datetime64"):
+        to_python(TimestampNsType(), LongType.min)
