@@ -4,22 +4,34 @@
 
     FileScanTask -> open the file, map its columns to field ids (Parquet ids, else name mapping,
     else names) -> pick the row groups starting in [start, start + length)
+    -> drop the row groups whose statistics rule the residual out
     -> stream batches of the needed top-level columns (projection + residual columns)
     -> per batch: build the table layout by field id (renames, promotion, missing columns as
-       nulls or initial defaults, nested projection) -> apply the residual -> project
+       nulls or initial defaults, nested projection) -> drop deleted rows and rows failing the
+       residual (one filter) -> project
 
 Output batches have exactly ``schema_to_arrow(projected_schema)``; batches left empty by the
-residual are skipped. Row-level deletes (``task.delete_files``) are applied per batch before the
-residual, by :mod:`icefloe.arrow.apply_deletes`: each batch knows the file position of its first row
-(row groups are read in contiguous runs starting at their first row index), and equality columns
-the projection lacks are read too and dropped afterwards.
+residual are skipped. Row-level deletes (``task.delete_files``) are computed per batch by
+:mod:`icefloe.arrow.apply_deletes` as a keep mask: each batch knows the file position of its first
+row (row groups are read in contiguous runs starting at their first row index, so skipped row
+groups do not shift positions), and equality columns the projection lacks are read too and dropped
+afterwards.
+
+Row-group pruning reuses :class:`InclusiveMetricsEvaluator`: each row group's Parquet column
+statistics are presented as the metrics of a one-row-group data file, so a row group is skipped
+exactly when planning would skip a file with those metrics.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -34,28 +46,46 @@ from icefloe.arrow._name_mapping import (
 from icefloe.arrow.apply_deletes import DeleteFilter, DeleteLoader
 from icefloe.arrow.metrics import row_group_start
 from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
-from icefloe.errors import SchemaError, UnsupportedFeatureError
+from icefloe.errors import IcefloeError, SchemaError, UnsupportedFeatureError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
+from icefloe.expressions.visitors.inclusive_metrics import InclusiveMetricsEvaluator
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.io import FileIO
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
     IcebergType,
+    IntegerType,
     ListType,
+    LongType,
     MapType,
     NestedField,
     PrimitiveType,
     StringType,
     StructType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
 )
-from icefloe.spec.values import from_json_value
+from icefloe.spec.values import from_json_value, to_bytes, unscaled_to_decimal
 
 if TYPE_CHECKING:
+    from icefloe.manifest import DataFile
     from icefloe.scan.task import FileScanTask
 
 __all__ = ["DEFAULT_BATCH_SIZE", "read_task", "to_table_layout"]
 
 DEFAULT_BATCH_SIZE = 131_072
+_KEEP_COLUMN = "\x00icefloe:keep"  # never a column name in a batch (names come from the schema)
 
 
 def read_task(
@@ -138,6 +168,8 @@ def _read(
         if task.start <= row_group_start(meta.row_group(i))
         and (end is None or row_group_start(meta.row_group(i)) < end)
     ]
+    if residual is not None and PRUNE_ROW_GROUPS:
+        row_groups = prune_row_groups(meta, row_groups, file_schema, read_schema, residual, task.file)
     if not row_groups:
         return
     read_arrow = schema_to_arrow(read_schema)
@@ -160,15 +192,9 @@ def _read(
             batch = pa.RecordBatch.from_arrays(arrays, schema=read_arrow)
         else:
             batch = raw.select([])  # keeps the row count
-        if deletes is not None:
-            keep = deletes.keep_mask(batch, read_schema, first_row)
-            if keep is not None:
-                batch = batch.filter(pa.array(keep))
-        if filter_expr is not None:
-            table = pa.Table.from_batches([batch]).filter(filter_expr)
-            if table.num_rows == 0:
-                continue
-            batch = table.combine_chunks().to_batches()[0]
+        keep = None if deletes is None else deletes.keep_mask(batch, read_schema, first_row)
+        if keep is not None or filter_expr is not None:
+            batch = _filter(batch, keep, filter_expr)
         if batch.num_rows == 0:
             continue
         if read_schema is not projected_schema:
@@ -213,6 +239,274 @@ def _raw_batches(
             # A batch without columns still carries its row count.
             yield pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).select([])
             remaining -= n
+
+
+def _filter(
+    batch: pa.RecordBatch, keep: np.ndarray[Any, np.dtype[np.bool_]] | None, expr: pc.Expression | None
+) -> pa.RecordBatch:
+    """Drop deleted rows and rows failing the residual with one copy of the batch: the deletion
+    mask joins the residual as an extra column instead of filtering twice."""
+    if expr is None:
+        assert keep is not None
+        # Column by column: RecordBatch.filter is markedly slower than filtering its columns.
+        mask = pa.array(keep)
+        if batch.num_columns == 0:
+            return batch.filter(mask)  # only the row count to keep
+        return pa.RecordBatch.from_arrays([c.filter(mask) for c in batch.columns], schema=batch.schema)
+    if keep is None:
+        return batch.filter(expr)
+    marked = batch.append_column(_KEEP_COLUMN, pa.array(keep))
+    return marked.filter(expr & pc.field(_KEEP_COLUMN)).drop_columns([_KEEP_COLUMN])
+
+
+# --------------------------------------------------------------------------- row-group pruning
+
+# Internal switch: tests turn pruning off to compare against reading every row group.
+PRUNE_ROW_GROUPS = True
+
+
+def prune_row_groups(
+    meta: pq.FileMetaData,
+    row_groups: list[int],
+    file_schema: pa.Schema,
+    read_schema: Schema,
+    residual: BooleanExpression,
+    data_file: DataFile,
+) -> list[int]:
+    """The row groups whose column statistics leave a row matching ``residual`` possible.
+
+    Each row group's Parquet statistics (min/max, null count) become the metrics of a one-row-group
+    "file" for :class:`InclusiveMetricsEvaluator`, so row groups are ruled out by the same rules as
+    files during planning. Statistics that are absent or cannot be mapped safely to the column's
+    Iceberg type count as unknown (the row group is read). Parquet statistics carry no NaN count,
+    which the evaluator then treats as unknown too.
+    """
+    leaves = _leaf_field_ids(file_schema)
+    if len(leaves) != meta.num_columns:
+        return row_groups  # a layout we do not understand: read everything
+    column_of = {fid: i for i, fid in enumerate(leaves) if fid is not None}
+    columns: list[_ColumnStats] = []
+    for fid in referenced_field_ids(residual):
+        if read_schema.is_in_repeated(fid):
+            continue
+        field = read_schema.find_field(fid)
+        if not isinstance(field.field_type, PrimitiveType):
+            continue
+        index = column_of.get(fid)
+        if index is None:
+            columns.append(_MissingColumn(field, top_level=field in read_schema.fields))
+        else:
+            columns.append(_FileColumn(fid, index, field.field_type, meta.schema.column(index)))
+    evaluator = InclusiveMetricsEvaluator(read_schema, residual)
+    kept = []
+    for i in row_groups:
+        rg = meta.row_group(i)
+        values: dict[int, int] = {}
+        nulls: dict[int, int] = {}
+        lower: dict[int, bytes] = {}
+        upper: dict[int, bytes] = {}
+        for c in columns:
+            c.add(rg, values, nulls, lower, upper)
+        metrics = replace(
+            data_file,
+            record_count=rg.num_rows,
+            value_counts=values,
+            null_value_counts=nulls,
+            nan_value_counts=None,
+            lower_bounds=lower,
+            upper_bounds=upper,
+        )
+        if evaluator.eval(metrics):
+            kept.append(i)
+    return kept
+
+
+def _leaf_field_ids(schema: pa.Schema) -> list[int | None]:
+    """The field id of every Parquet leaf column, in column order; None for leaves inside lists and
+    maps (their statistics span many values per row) and leaves without an id."""
+    out: list[int | None] = []
+
+    def walk(f: pa.Field, repeated: bool) -> None:
+        t = f.type
+        if isinstance(t, pa.BaseExtensionType):
+            t = t.storage_type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), repeated)
+        elif pa.types.is_map(t):
+            walk(t.key_field, True)
+            walk(t.item_field, True)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(t.value_field, True)
+        else:
+            out.append(None if repeated else field_id_of(f))
+
+    for f in schema:
+        walk(f, False)
+    return out
+
+
+class _ColumnStats:
+    def add(
+        self,
+        rg: pq.RowGroupMetaData,
+        values: dict[int, int],
+        nulls: dict[int, int],
+        lower: dict[int, bytes],
+        upper: dict[int, bytes],
+    ) -> None:
+        raise NotImplementedError
+
+
+class _MissingColumn(_ColumnStats):
+    """A column the file lacks: read as its initial default or as nulls (see :func:`_missing`)."""
+
+    def __init__(self, field: NestedField, top_level: bool) -> None:
+        self.field_id = field.field_id
+        self.known = True
+        self.bound: bytes | None = None
+        self.top_level = top_level
+        t = field.field_type
+        assert isinstance(t, PrimitiveType)
+        if field.initial_default is not None:
+            try:
+                self.bound = to_bytes(t, _default_value(t, field.initial_default))
+            except IcefloeError:
+                self.known = False
+        elif field.required:
+            self.known = False  # reading raises; do not hide that by pruning
+
+    def add(
+        self,
+        rg: pq.RowGroupMetaData,
+        values: dict[int, int],
+        nulls: dict[int, int],
+        lower: dict[int, bytes],
+        upper: dict[int, bytes],
+    ) -> None:
+        if not self.known:
+            return
+        fid = self.field_id
+        values[fid] = rg.num_rows
+        if self.bound is None:
+            nulls[fid] = rg.num_rows
+            return
+        lower[fid] = upper[fid] = self.bound
+        if self.top_level:
+            nulls[fid] = 0  # below a struct, a null parent makes the default null
+
+
+class _FileColumn(_ColumnStats):
+    """A column chunk's statistics as Iceberg metrics of the column's (possibly promoted) type."""
+
+    def __init__(self, field_id: int, index: int, t: PrimitiveType, parquet: Any) -> None:
+        self.field_id = field_id
+        self.index = index
+        self.t = t
+        self.convert = _converter(t, parquet)
+
+    def add(
+        self,
+        rg: pq.RowGroupMetaData,
+        values: dict[int, int],
+        nulls: dict[int, int],
+        lower: dict[int, bytes],
+        upper: dict[int, bytes],
+    ) -> None:
+        stats = rg.column(self.index).statistics
+        if stats is None:
+            return
+        fid = self.field_id
+        values[fid] = rg.num_rows  # a leaf outside lists and maps has one value per row
+        if stats.has_null_count:
+            nulls[fid] = stats.null_count
+        if self.convert is None or not stats.has_min_max:
+            return
+        lo = self.convert(stats.min_raw, False)
+        hi = self.convert(stats.max_raw, True)
+        if lo is not None:
+            lower[fid] = to_bytes(self.t, lo)
+        if hi is not None:
+            upper[fid] = to_bytes(self.t, hi)
+
+
+Converter = Callable[[Any, bool], Any]
+
+
+def _converter(t: PrimitiveType, parquet: Any) -> Converter | None:
+    """How to turn a Parquet statistic (its physical value) into an internal value of ``t``, or
+    None when the column's statistics cannot be trusted or mapped for ``t``. The bool says whether
+    the value is an upper bound (rounding must widen the interval, never narrow it)."""
+    physical = parquet.physical_type
+    logical = json.loads(parquet.logical_type.to_json())
+    kind = logical.get("Type", "None")
+
+    def same(v: Any, upper: bool) -> Any:
+        return v
+
+    def floating(v: Any, upper: bool) -> Any:
+        return None if math.isnan(v) else float(v)
+
+    if isinstance(t, BooleanType):
+        return same if physical == "BOOLEAN" else None
+    if isinstance(t, IntegerType | LongType):
+        ok = physical in ("INT32", "INT64") if isinstance(t, LongType) else physical == "INT32"
+        signed = kind == "None" or (kind == "Int" and logical.get("isSigned", True))
+        return same if ok and signed else None
+    if isinstance(t, FloatType):
+        return floating if physical == "FLOAT" else None
+    if isinstance(t, DoubleType):
+        return floating if physical in ("FLOAT", "DOUBLE") else None
+    if isinstance(t, DateType):
+        return same if physical == "INT32" and kind == "Date" else None
+    if isinstance(t, TimeType | TimestampType | TimestamptzType | TimestampNsType | TimestamptzNsType):
+        expected = "Time" if isinstance(t, TimeType) else "Timestamp"
+        unit = _UNITS.get(logical.get("timeUnit", ""))
+        if kind != expected or unit is None or physical not in ("INT32", "INT64"):
+            return None
+        target = 1_000_000_000 if isinstance(t, TimestampNsType | TimestamptzNsType) else 1_000_000
+        return _rescale(unit, target)
+    if isinstance(t, StringType):
+        return _utf8 if physical == "BYTE_ARRAY" and kind in ("None", "String") else None
+    if isinstance(t, BinaryType):
+        return same if physical == "BYTE_ARRAY" and kind == "None" else None
+    if isinstance(t, FixedType):
+        return same if physical == "FIXED_LEN_BYTE_ARRAY" and kind == "None" else None
+    if isinstance(t, UUIDType):
+        ok = physical == "FIXED_LEN_BYTE_ARRAY" and kind in ("None", "UUID")
+        return (lambda v, upper: uuid.UUID(bytes=bytes(v)) if len(v) == 16 else None) if ok else None
+    if isinstance(t, DecimalType):
+        if kind != "Decimal" or logical.get("scale") != t.scale:
+            return None
+        scale = t.scale
+
+        def decimal(v: Any, upper: bool) -> Any:
+            unscaled = v if isinstance(v, int) else int.from_bytes(v, "big", signed=True)
+            return unscaled_to_decimal(unscaled, scale)
+
+        return decimal
+    return None
+
+
+_UNITS = {"milliseconds": 1_000, "microseconds": 1_000_000, "nanoseconds": 1_000_000_000}
+
+
+def _rescale(unit: int, target: int) -> Converter:
+    def convert(v: Any, upper: bool) -> Any:
+        if unit <= target:
+            return v * (target // unit)
+        # Reading truncates to the coarser unit; floor/ceil keep every truncated value inside.
+        step = unit // target
+        return -(-v // step) if upper else v // step
+
+    return convert
+
+
+def _utf8(v: Any, upper: bool) -> Any:
+    try:
+        return bytes(v).decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # a bound truncated inside a character
 
 
 def to_table_layout(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
