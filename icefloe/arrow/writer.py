@@ -6,12 +6,20 @@
       -> check the Arrow schema against the table schema (by name; before any file is written)
       -> per batch: conform to the table's Arrow layout (casts, nulls in required fields)
       -> partition (vectorized transforms; one group per distinct partition tuple)
-      -> buffer per partition up to a row group, write it with ParquetWriter
+      -> buffer per partition; every full row group's worth of rows is written as one row group
       -> roll to a new file when the bytes written reach write.target-file-size-bytes
       -> DataFile per file: metrics, split offsets, real size, partition tuple
 
-Memory stays bounded by the row-group buffers: each open partition buffers at most one row group,
-and when all buffers together exceed twice the row-group size the largest is flushed.
+Row groups are cut by rows, not by input batches: the rows per row group are estimated from the
+buffered data's in-memory bytes per row, so one huge input chunk still becomes many row groups
+(and many files), and many tiny batches are gathered into full ones. The row-group budget is the
+smaller of ``write.parquet.row-group-size-bytes`` and the target file size, so a file can roll
+between row groups even when the target is small. Whether a file is full is measured on the
+bytes actually written (compressed), after each row group.
+
+Memory stays bounded by the row-group buffers: each open partition buffers at most one row group
+beyond what it is writing, and when all buffers together exceed twice the row-group size the
+largest is flushed.
 
 Table properties used (Java's names and defaults): ``write.data.path`` (``<location>/data``),
 ``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes`` (128 MiB),
@@ -180,7 +188,9 @@ def open_parquet_file(
     metrics_config: MetricsConfig,
 ) -> _OpenFile:
     stream = io.new_output(path).create()
-    sink = pa.PythonFile(stream, mode="w")
+    # FileIOs that hand out pyarrow native streams (local, pyarrow.fs) are written in C++ without
+    # the GIL; anything else goes through a (slower) Python file adapter.
+    sink = stream if isinstance(stream, pa.NativeFile) else pa.PythonFile(stream, mode="w")
     writer = pq.ParquetWriter(
         sink,
         arrow_schema,
@@ -199,7 +209,8 @@ def close_parquet_file(f: _OpenFile) -> tuple[int, FileMetrics]:
     size = f.sink.tell()
     parquet_meta = f.writer.writer.metadata
     f.sink.close()
-    f.stream.close()
+    if f.stream is not f.sink:
+        f.stream.close()
     return size, f.metrics.finish(parquet_meta)
 
 
@@ -207,6 +218,7 @@ def close_parquet_file(f: _OpenFile) -> tuple[int, FileMetrics]:
 class _PartitionState:
     partition: tuple[Any, ...]
     buffered: list[pa.RecordBatch] = field(default_factory=list)
+    buffered_rows: int = 0
     buffered_bytes: int = 0
     current: _OpenFile | None = None
 
@@ -245,18 +257,22 @@ class _DataFileWriter:
     def add(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
+        # nbytes counts only the bytes a (sliced) batch references; partitions of one batch are
+        # assumed to share its bytes per row.
+        bytes_per_row = max(1.0, batch.nbytes / batch.num_rows)
         for partition, rows in partition_batch(batch, self.schema, self.spec):
+            if rows.num_rows == 0:
+                continue
             state = self.partitions.get(partition)
             if state is None:
                 state = self.partitions[partition] = _PartitionState(partition)
+            size = max(1, round(rows.num_rows * bytes_per_row))
             state.buffered.append(rows)
-            size = rows.get_total_buffer_size() if rows.num_rows else 0
-            # Sliced batches report their parents' buffers; scale by the rows they hold.
-            size = max(1, size * rows.num_rows // max(batch.num_rows, 1))
+            state.buffered_rows += rows.num_rows
             state.buffered_bytes += size
             self.total_buffered += size
             if state.buffered_bytes >= self._flush_threshold():
-                self._flush(state)
+                self._flush(state, full_row_groups_only=True)
         while self.total_buffered > 2 * self.options.row_group_size and self.partitions:
             largest = max(self.partitions.values(), key=lambda s: s.buffered_bytes)
             if not largest.buffered:
@@ -267,19 +283,35 @@ class _DataFileWriter:
         return min(self.options.row_group_size, self.options.target_file_size)
 
     # ------------------------------------------------------------------ output side
-    def _flush(self, state: _PartitionState) -> None:
+    def _flush(self, state: _PartitionState, full_row_groups_only: bool = False) -> None:
+        """Write the buffered rows as row groups of the row-group budget; with
+        ``full_row_groups_only`` the rows short of a full row group stay buffered."""
         if not state.buffered:
             return
+        bytes_per_row = state.buffered_bytes / state.buffered_rows
+        rows_per_group = max(1, int(self._flush_threshold() / bytes_per_row))
+        total = state.buffered_rows
+        end = total - total % rows_per_group if full_row_groups_only else total
+        if end == 0:
+            return
         table = pa.Table.from_batches(state.buffered, schema=self.arrow_schema)
-        self.total_buffered -= state.buffered_bytes
-        state.buffered = []
-        state.buffered_bytes = 0
+        rest = table.slice(end)
+        state.buffered = [b for b in rest.to_batches() if b.num_rows]
+        state.buffered_rows = rest.num_rows
+        kept = round(rest.num_rows * bytes_per_row)
+        self.total_buffered -= state.buffered_bytes - kept
+        state.buffered_bytes = kept
+        for offset in range(0, end, rows_per_group):
+            self._write_row_group(state, table.slice(offset, min(rows_per_group, end - offset)))
+
+    def _write_row_group(self, state: _PartitionState, rows: pa.Table) -> None:
         if state.current is None:
             state.current = self._open(state.partition)
         f = state.current
-        f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        for b in table.to_batches():
-            f.metrics.update(b)
+        f.writer.write_table(rows, row_group_size=rows.num_rows)
+        # One update per write_table call: MetricsCollector relies on row groups not
+        # straddling updates.
+        f.metrics.update(rows)
         if f.sink.tell() >= self.options.target_file_size:
             self._close(state)
 
@@ -333,7 +365,8 @@ class _DataFileWriter:
                 with contextlib.suppress(Exception):  # best effort on the error path
                     f.writer.close()
                     f.sink.close()
-                    f.stream.close()
+                    if f.stream is not f.sink:
+                        f.stream.close()
         for path in self.written_paths:
             with contextlib.suppress(Exception):
                 self.io.delete(path)

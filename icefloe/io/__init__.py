@@ -31,7 +31,11 @@ IO_IMPL = "io-impl"
 @runtime_checkable
 class InputFile(Protocol):
     """A file to read. ``open()`` returns a binary stream with read/seek/tell that pyarrow.parquet
-    and fastavro accept; with ``seekable=True`` it is random-access (needed for Parquet footers)."""
+    and fastavro accept; with ``seekable=True`` it is random-access (needed for Parquet footers).
+
+    The built-in backends return ``pyarrow.NativeFile`` objects typed as ``IO[bytes]`` (pyarrow
+    then reads Parquet natively, without the GIL); callers rely only on read/seek/tell/close and
+    the context-manager protocol, which Python files and native files share."""
 
     @property
     def location(self) -> str: ...
@@ -45,7 +49,9 @@ class InputFile(Protocol):
 
 @runtime_checkable
 class OutputFile(Protocol):
-    """A file to write once."""
+    """A file to write once. ``create()`` returns a writable binary stream usable as a context
+    manager (a ``pyarrow.NativeFile`` from the built-in backends; writers of Parquet use it
+    directly and wrap anything else in ``pyarrow.PythonFile``)."""
 
     @property
     def location(self) -> str: ...

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icefloe.arrow.metrics import (
@@ -26,8 +26,12 @@ from icefloe.arrow.schema import schema_to_arrow
 from icefloe.errors import ConfigError
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
     IntegerType,
     ListType,
@@ -36,6 +40,9 @@ from icefloe.spec.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampType,
+    TimestamptzNsType,
+    TimeType,
     UUIDType,
 )
 from icefloe.spec.values import from_bytes
@@ -228,3 +235,140 @@ def test_double_metrics_match_a_python_model(values: list[float | None]) -> None
     lo, hi = bounds(schema, m, 1)
     assert key(lo) == key(min(finite, key=key))  # type: ignore[arg-type]
     assert key(hi) == key(max(finite, key=key))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- footer vs compute
+# Bounds of most types come from the Parquet footer; the compute path (footer_bounds=False) is the
+# reference they must match byte for byte, including values too long for footer statistics.
+
+_MIXED = Schema(
+    NestedField(1, "b", BooleanType()),
+    NestedField(2, "i", IntegerType(), required=True),
+    NestedField(3, "l", LongType()),
+    NestedField(4, "f", FloatType()),
+    NestedField(5, "dec", DecimalType(10, 2)),
+    NestedField(6, "date", DateType()),
+    NestedField(7, "time", TimeType()),
+    NestedField(8, "ts", TimestampType()),
+    NestedField(9, "tsns", TimestamptzNsType()),
+    NestedField(10, "s", StringType()),
+    NestedField(11, "u", UUIDType()),
+    NestedField(12, "fx", FixedType(3)),
+    NestedField(13, "bin", BinaryType()),
+    NestedField(
+        14,
+        "st",
+        StructType(NestedField(15, "x", IntegerType(), required=True), NestedField(16, "y", StringType())),
+    ),
+    NestedField(17, "li", ListType(18, LongType(), element_required=False)),
+)
+
+_LONG = 4096  # pyarrow drops footer min/max longer than this
+_long_text = st.builds(
+    lambda c, n: c * n, st.sampled_from(["a", "é", "z", "\U0010ffff"]), st.integers(_LONG - 4, _LONG + 8)
+)
+_long_bytes = st.builds(
+    lambda c, n: c * n, st.sampled_from([b"\x00", b"\x7f", b"\xff"]), st.integers(_LONG - 4, _LONG + 8)
+)
+_int32 = st.integers(-(2**31), 2**31 - 1)
+_int64 = st.integers(-(2**63), 2**63 - 1)
+
+
+def _maybe(s: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(st.none(), s)
+
+
+_ROW = st.fixed_dictionaries(
+    {
+        "b": _maybe(st.booleans()),
+        "i": _int32,
+        "l": _maybe(_int64),
+        "f": _maybe(st.floats(width=32)),
+        "dec": _maybe(st.decimals(min_value=-(10**8) + 1, max_value=10**8 - 1, places=2)),
+        "date": _maybe(st.integers(-(10**6), 10**6)),
+        "time": _maybe(st.integers(0, 86_400_000_000 - 1)),
+        "ts": _maybe(_int64),
+        "tsns": _maybe(_int64),
+        "s": _maybe(st.one_of(st.text(max_size=20), _long_text)),
+        "u": _maybe(st.binary(min_size=16, max_size=16)),
+        "fx": _maybe(st.binary(min_size=3, max_size=3)),
+        "bin": _maybe(st.one_of(st.binary(max_size=20), _long_bytes)),
+        "st": _maybe(st.fixed_dictionaries({"x": _int32, "y": _maybe(st.text(max_size=5))})),
+        "li": _maybe(st.lists(_maybe(_int64), max_size=3)),
+    }
+)
+
+
+def _write_both(
+    schema: Schema, batches: list[pa.RecordBatch], cuts: list[int], props: dict[str, str]
+) -> tuple[FileMetrics, FileMetrics]:
+    """Metrics from the footer path and the compute path over the same file. Each batch is one
+    write_table call cut into row groups of ``cuts[i]`` rows, as the writer does."""
+    config = MetricsConfig.from_properties(props, schema)
+    footer = MetricsCollector(schema, config)
+    computed = MetricsCollector(schema, config, footer_bounds=False)
+    writer = pq.ParquetWriter(io.BytesIO(), schema_to_arrow(schema), store_schema=False)
+    for batch, cut in zip(batches, cuts, strict=True):
+        table = pa.Table.from_batches([batch])
+        writer.write_table(table, row_group_size=cut)
+        footer.update(table)
+        computed.update(batch)
+    writer.close()
+    return footer.finish(writer.writer.metadata), computed.finish(writer.writer.metadata)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(_ROW, min_size=1, max_size=30),
+    data=st.data(),
+    mode=st.sampled_from(["truncate(16)", "full", "truncate(2)"]),
+)
+def test_footer_bounds_match_the_compute_path(
+    rows: list[dict[str, object]], data: st.DataObject, mode: str
+) -> None:
+    arrow = schema_to_arrow(_MIXED)
+    table = pa.Table.from_pylist(rows, schema=arrow)
+    sizes = data.draw(st.lists(st.integers(1, 10), min_size=1, max_size=5))
+    batches, offset = [], 0
+    for size in [*sizes, len(rows)]:
+        if offset >= len(rows):
+            break
+        batch = table.slice(offset, size).combine_chunks().to_batches()[0]
+        batches.append(batch)
+        offset += batch.num_rows
+    cuts = [data.draw(st.integers(1, b.num_rows)) for b in batches]
+    footer, computed = _write_both(_MIXED, batches, cuts, {"write.metadata.metrics.default": mode})
+    assert footer == computed
+
+
+def test_long_string_in_one_row_group_falls_back_to_compute_for_that_write() -> None:
+    schema = Schema(NestedField(1, "s", StringType()), NestedField(2, "bin", BinaryType()))
+    arrow = schema_to_arrow(schema)
+    long_s, long_b = "m" * (_LONG + 1), b"\xfe" * (_LONG + 1)
+    batches = [
+        pa.RecordBatch.from_pydict({"s": ["k", "q"], "bin": [b"\x01", b"\x02"]}, schema=arrow),
+        pa.RecordBatch.from_pydict(
+            {"s": ["b", long_s, "c"], "bin": [b"\x00", long_b, b"\x03"]}, schema=arrow
+        ),
+        pa.RecordBatch.from_pydict({"s": ["x", None], "bin": [None, b"\x05"]}, schema=arrow),
+    ]
+    props = {"write.metadata.metrics.default": "full"}
+    footer, computed = _write_both(schema, batches, [2, 3, 2], props)
+    assert footer == computed
+    assert bounds(schema, footer, 1) == ("b", "x")
+    assert bounds(schema, footer, 2) == (b"\x00", long_b)
+
+
+def test_a_row_group_without_footer_bounds_and_no_computed_bounds_drops_the_bounds() -> None:
+    # A caller breaking the one-update-per-write contract cannot get a wrong bound, only none.
+    schema = Schema(NestedField(1, "s", StringType()))
+    arrow = schema_to_arrow(schema)
+    long_s = "z" * (_LONG + 1)
+    collector = MetricsCollector(schema, MetricsConfig.from_properties({}, schema))
+    writer = pq.ParquetWriter(io.BytesIO(), arrow, store_schema=False)
+    writer.write_table(pa.table({"s": ["a", long_s]}, schema=arrow))
+    collector.update(pa.RecordBatch.from_pydict({"s": ["a"]}, schema=arrow))  # only part of the write
+    collector.update(pa.RecordBatch.from_pydict({"s": [long_s]}, schema=arrow))
+    writer.close()
+    m = collector.finish(writer.writer.metadata)
+    assert m.value_counts == {1: 2} and 1 not in m.lower_bounds and 1 not in m.upper_bounds

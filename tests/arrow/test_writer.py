@@ -272,3 +272,81 @@ def test_identity_partition_on_uuid_and_null_keys(io, meta_factory) -> None:  # 
     assert sorted(((f.partition, f.record_count) for f in files), key=str) == sorted(
         [((u,), 2), ((None,), 1)], key=str
     )
+
+
+def _one_chunk(n: int) -> pa.Table:
+    table = rows(n).combine_chunks()
+    assert all(c.num_chunks == 1 for c in table.columns)
+    return table
+
+
+def _row_group_sizes(files: list[DataFile]) -> list[list[int]]:
+    out = []
+    for f in files:
+        md = pq.ParquetFile(local(f.file_path)).metadata
+        out.append([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+    return out
+
+
+def test_one_big_chunk_is_cut_into_row_groups_of_the_configured_size(io, meta_factory) -> None:  # type: ignore[no-untyped-def]
+    # Before: a single input chunk became a single row group whatever the property said.
+    data = _one_chunk(20_000)
+    bytes_per_row = data.nbytes / data.num_rows
+    meta = meta_factory(
+        SCHEMA, properties={"write.parquet.row-group-size-bytes": str(int(bytes_per_row * 1000))}
+    )
+    (f,) = write_data_files(io, meta, data)
+    sizes = _row_group_sizes([f])[0]
+    # Rows per row group are estimated from in-memory bytes per row: about 1000.
+    assert 20 <= len(sizes) <= 21 and max(sizes) <= 1000 and min(sizes[:-1]) >= 950
+    assert sum(sizes) == 20_000
+    assert list(f.split_offsets) == sorted(f.split_offsets) and len(f.split_offsets) == len(sizes)
+    back = pq.read_table(local(f.file_path)).cast(schema_to_arrow(SCHEMA))
+    assert back.equals(data.cast(schema_to_arrow(SCHEMA)))
+
+
+def test_one_big_chunk_rolls_files_at_a_tiny_target_size(io, meta_factory) -> None:  # type: ignore[no-untyped-def]
+    data = _one_chunk(20_000)
+    meta = meta_factory(SCHEMA, properties={"write.parquet.row-group-size-bytes": "16384"})
+    files = write_data_files(io, meta, data, target_file_size_bytes=20_000)
+    assert len(files) > 2
+    sizes = _row_group_sizes(files)
+    assert sum(map(len, sizes)) > len(files)  # several row groups, spread over several files
+    assert [f.record_count for f in files] == [sum(s) for s in sizes]
+    for f in files[:-1]:
+        assert f.file_size_in_bytes >= 20_000  # rolled only once the target was reached
+    ids = [i for f in files for i in pq.read_table(local(f.file_path)).column("id").to_pylist()]
+    assert ids == list(range(20_000))  # every row, once, in order
+    # Each file's metrics describe exactly its rows.
+    for f in files:
+        got = pq.read_table(local(f.file_path)).column("id")
+        assert from_bytes(LongType(), f.lower_bounds[1]) == pc.min(got).as_py()
+        assert from_bytes(LongType(), f.upper_bounds[1]) == pc.max(got).as_py()
+
+
+def test_small_batches_are_gathered_into_full_row_groups(io, meta_factory) -> None:  # type: ignore[no-untyped-def]
+    data = _one_chunk(4000)
+    bytes_per_row = data.nbytes / data.num_rows
+    meta = meta_factory(
+        SCHEMA, properties={"write.parquet.row-group-size-bytes": str(int(bytes_per_row * 1000))}
+    )
+    (f,) = write_data_files(io, meta, data.to_batches(max_chunksize=7))
+    sizes = _row_group_sizes([f])[0]
+    assert sum(sizes) == 4000 and len(sizes) <= 5
+    assert all(950 <= s <= 1050 for s in sizes[:-1])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 3000), row_group_rows=st.integers(1, 1500), partitioned=st.booleans())
+def test_big_chunks_keep_every_row(io, meta_factory, n, row_group_rows, partitioned) -> None:  # type: ignore[no-untyped-def]
+    data = _one_chunk(n)
+    rg_bytes = max(1, int(data.nbytes / n * row_group_rows))
+    meta = meta_factory(
+        SCHEMA, ["cat"] if partitioned else [], {"write.parquet.row-group-size-bytes": str(rg_bytes)}
+    )
+    files = write_data_files(io, meta, data, target_file_size_bytes=8192)
+    assert sum(f.record_count for f in files) == n
+    ids = sorted(i for f in files for i in pq.read_table(local(f.file_path)).column("id").to_pylist())
+    assert ids == list(range(n))
+    for f, sizes in zip(files, _row_group_sizes(files), strict=True):
+        assert len(f.split_offsets) == len(sizes) and sum(sizes) == f.record_count

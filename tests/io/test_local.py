@@ -161,3 +161,113 @@ def test_counting_file_io(tmp_path: Path) -> None:
     assert not io.opened
     io.delete(a)
     assert not io.exists(a)
+
+
+# --------------------------------------------------------------------------- native streams
+# open()/create() hand out pyarrow native files so Parquet IO stays in C++ (no GIL round trips).
+
+
+def test_streams_are_pyarrow_native_files(tmp_path: Path) -> None:
+    io = LocalFileIO()
+    location = str(tmp_path / "n" / "f.bin")
+    with io.new_output(location).create() as out:
+        assert isinstance(out, pa.NativeFile)
+        out.write(b"abc")
+    assert out.closed
+    with io.new_input(location).open() as inp:
+        assert isinstance(inp, pa.NativeFile)
+        assert inp.read() == b"abc"
+    assert inp.closed
+    with io.new_output(location).create(overwrite=True) as out:
+        assert isinstance(out, pa.NativeFile)
+        out.write(b"z")
+    assert (tmp_path / "n" / "f.bin").read_bytes() == b"z"
+
+
+def test_exclusive_create_races_have_one_winner(tmp_path: Path) -> None:
+    import threading
+
+    io = LocalFileIO()
+    location = str(tmp_path / "race.avro")
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def attempt(i: int) -> None:
+        barrier.wait()
+        try:
+            with io.new_output(location).create() as f:
+                f.write(f"writer {i}".encode())
+            outcomes.append("won")
+        except FileIOError as e:
+            assert e.context["already_exists"] is True
+            outcomes.append("lost")
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["lost"] * 7 + ["won"]
+    assert (tmp_path / "race.avro").read_bytes().startswith(b"writer ")
+
+
+def test_create_refuses_a_file_swapped_in_after_the_exclusive_create(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import icefloe.io.local as local_module
+
+    path = tmp_path / "m.avro"
+    other = tmp_path / "other"
+    other.write_bytes(b"someone else's")
+    real_open = os.open
+
+    def open_then_swap(p: str, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(p, flags, mode)
+        os.replace(other, p)  # a concurrent process replaces the name we just claimed
+        return fd
+
+    monkeypatch.setattr(local_module.os, "open", open_then_swap)
+    with pytest.raises(FileIOError, match="already exists") as info:
+        LocalFileIO().new_output(str(path)).create()
+    assert info.value.context["already_exists"] is True
+    assert path.read_bytes() == b"someone else's"  # not truncated, not written
+
+
+def test_native_stream_errors_are_file_io_errors(tmp_path: Path) -> None:
+    io = LocalFileIO()
+    (tmp_path / "afile").write_bytes(b"x")
+    with pytest.raises(FileIOError, match="cannot open") as info:
+        io.new_input(str(tmp_path)).open()  # a directory
+    assert info.value.context["location"] == str(tmp_path)
+    for overwrite in (False, True):
+        with pytest.raises(FileIOError, match="cannot create"):
+            io.new_output(str(tmp_path / "afile" / "child")).create(overwrite=overwrite)
+    with pytest.raises(FileIOError) as info:
+        io.new_input(str(tmp_path / "missing")).open()
+    assert info.value.context["not_found"] is True and info.value.errno == 2
+    assert "No such file" in info.value.message
+
+
+def test_fastavro_reads_and_writes_through_native_streams(tmp_path: Path) -> None:
+    import fastavro
+
+    io = LocalFileIO()
+    location = f"file:{tmp_path}/x.avro"
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "r",
+            "fields": [{"name": "a", "type": "long"}, {"name": "s", "type": "string"}],
+        }
+    )
+    records = [{"a": i, "s": f"v{i}"} for i in range(1000)]
+    with io.new_output(location).create() as f:
+        fastavro.writer(f, schema, records, codec="deflate", metadata={"k": "v"})
+    with io.new_input(location).open() as f:
+        reader = fastavro.reader(f)
+        assert reader.metadata["k"] == "v"
+        assert list(reader) == records
+    with io.new_input(location).open() as f:
+        assert sum(b.num_records for b in fastavro.block_reader(f)) == 1000
