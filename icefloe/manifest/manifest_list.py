@@ -3,14 +3,22 @@
 The writer assigns the snapshot's sequence number to manifests written by that snapshot (whose
 sequence numbers are still unassigned), and in v3 assigns ``first_row_id`` to data manifests
 that have none, the way Iceberg Java does. v1 lists carry no sequence numbers: they read as 0.
+
+Reading keeps a bounded, thread-safe, process-wide cache of parsed lists keyed by location
+(lists are immutable; see :class:`_ListCache`): planning the same snapshot again opens the list
+but does not decode it. ``read_manifest_list(..., cache=False)`` bypasses it,
+:func:`set_manifest_list_cache_size` bounds (or with 0 disables) it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import fastavro
 
@@ -20,7 +28,8 @@ from icefloe.manifest._model import (
     UNASSIGNED_SEQ,
     ManifestContent,
     ManifestFile,
-    PartitionFieldSummary,
+    manifest_file,
+    partition_field_summary,
 )
 from icefloe.manifest._schemas import check_format_version, manifest_list_struct
 from icefloe.spec.types import type_to_json
@@ -28,7 +37,13 @@ from icefloe.spec.types import type_to_json
 if TYPE_CHECKING:
     from icefloe.io import FileIO
 
-__all__ = ["read_manifest_list", "write_manifest_list"]
+__all__ = [
+    "MANIFEST_LIST_CACHE_ENTRIES",
+    "clear_manifest_list_cache",
+    "read_manifest_list",
+    "set_manifest_list_cache_size",
+    "write_manifest_list",
+]
 
 _CONTENTS = {c.value: c for c in ManifestContent}
 
@@ -66,71 +81,186 @@ def _plan(schema_text: str) -> tuple[dict[int, str], dict[int, str]]:
     return top, summary
 
 
-def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
-    """The manifests of a snapshot, in list order."""
+class _ListCache:
+    """Bounded, thread-safe LRU of parsed manifest lists, keyed by full location.
+
+    Manifest lists are immutable once written (the spec never rewrites one in place; a new
+    snapshot writes a new file with a new name), so a location holds one list and repeated
+    planning of a table needs not decode it again. Each entry remembers the file's size; a reader
+    still opens the file (cheap: no bytes are read; on object stores the size comes with the
+    open) and uses the entry only when the size matches, so a location deleted and rewritten by
+    another process is not served stale, and every caller opens exactly the files it would open
+    without the cache (planning's "files opened" accounting is the same cold and warm).
+    Entries are tuples of frozen :class:`ManifestFile` objects shared by every caller; each
+    caller gets its own list. ``write_manifest_list`` drops the entry of the location it writes.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[int, tuple[ManifestFile, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, location: str, size: int) -> tuple[ManifestFile, ...] | None:
+        with self._lock:
+            found = self._entries.get(location)
+            if found is None or found[0] != size:
+                return None
+            self._entries.move_to_end(location)
+            return found[1]
+
+    def put(self, location: str, size: int, manifests: tuple[ManifestFile, ...]) -> None:
+        with self._lock:
+            if self.max_entries <= 0:
+                return
+            self._entries[location] = (size, manifests)
+            self._entries.move_to_end(location)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def discard(self, location: str) -> None:
+        with self._lock:
+            self._entries.pop(location, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def resize(self, max_entries: int) -> None:
+        with self._lock:
+            self.max_entries = max_entries
+            while len(self._entries) > max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+#: Default bound of the process-wide cache of parsed manifest lists (see :class:`_ListCache`):
+#: 64 lists of a few thousand manifests each stay within a few tens of MB.
+MANIFEST_LIST_CACHE_ENTRIES = 64
+_CACHE = _ListCache(MANIFEST_LIST_CACHE_ENTRIES)
+
+
+def clear_manifest_list_cache() -> None:
+    """Forget every cached manifest list (tests; or to free memory)."""
+    _CACHE.clear()
+
+
+def set_manifest_list_cache_size(max_entries: int) -> None:
+    """Bound the process-wide manifest-list cache to ``max_entries`` lists; 0 disables it."""
+    if max_entries < 0:
+        raise ValidationError(
+            f"manifest-list cache size must be >= 0, got {max_entries}", hint="0 disables the cache"
+        )
+    _CACHE.resize(max_entries)
+
+
+def _size(stream: IO[bytes]) -> int | None:
+    """The stream's total size without reading it, or None when it cannot tell."""
+    try:
+        size = stream.seek(0, os.SEEK_END)
+        stream.seek(0)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size if isinstance(size, int) else None
+
+
+def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[ManifestFile]:
+    """The manifests of a snapshot, in list order.
+
+    The file is always opened once. With ``cache`` (the default) a list this process already
+    parsed from a file of the same size at the same location is returned without decoding it
+    again (see :class:`_ListCache`).
+    """
     with io.new_input(path).open() as stream:
-        avro = AvroFile(stream, path)
-        try:
-            top, summary = _plan(avro.metadata["avro.schema"])
-        except InvalidMetadataError as e:
-            raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
-        get = top.get
-        n_content, n_seq, n_min_seq = get(517), get(515), get(516)
-        n_snap = get(503)
-        counts = [get(fid) for fid in (504, 505, 506, 512, 513, 514)]
-        n_parts, n_key, n_first_row = get(507), get(519), get(520)
-        s_null, s_nan, s_lower, s_upper = (summary.get(fid) for fid in (509, 518, 510, 511))
-        out = []
-        try:
-            for rec in avro:
-                parts = rec[n_parts] if n_parts else None
-                partitions = (
-                    None
-                    if parts is None
-                    else tuple(
-                        PartitionFieldSummary(
-                            contains_null=bool(p[s_null]) if s_null else False,
-                            contains_nan=p[s_nan] if s_nan else None,
-                            lower_bound=p[s_lower] if s_lower else None,
-                            upper_bound=p[s_upper] if s_upper else None,
+        size = _size(stream) if cache else None
+        if size is not None:
+            found = _CACHE.get(path, size)
+            if found is not None:
+                return list(found)
+        manifests = _read(stream, path)
+    if size is not None:
+        _CACHE.put(path, size, manifests)
+    return list(manifests)
+
+
+def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
+    avro = AvroFile(stream, path)
+    try:
+        top, summary = _plan(avro.metadata["avro.schema"])
+    except InvalidMetadataError as e:
+        raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+    get = top.get
+    n_path, n_length, n_spec = top[500], top[501], top[502]
+    n_content, n_seq, n_min_seq = get(517), get(515), get(516)
+    n_snap = get(503)
+    n_added, n_existing, n_deleted, n_added_rows, n_existing_rows, n_deleted_rows = (
+        get(fid) for fid in (504, 505, 506, 512, 513, 514)
+    )
+    n_parts, n_key, n_first_row = get(507), get(519), get(520)
+    s_null, s_nan, s_lower, s_upper = (summary.get(fid) for fid in (509, 518, 510, 511))
+    full_summary = s_null and s_nan and s_lower and s_upper
+    contents = _CONTENTS
+    data = ManifestContent.DATA
+    out = []
+    try:
+        for rec in avro:
+            # Positional construction straight from the record: this loop runs once per
+            # manifest of the snapshot on every cold plan.
+            parts = rec[n_parts] if n_parts else None
+            if parts is None:
+                partitions = None
+            elif full_summary:
+                partitions = tuple(
+                    [
+                        partition_field_summary(bool(p[s_null]), p[s_nan], p[s_lower], p[s_upper])
+                        for p in parts
+                    ]
+                )
+            else:
+                partitions = tuple(
+                    [
+                        partition_field_summary(
+                            bool(p[s_null]) if s_null else False,
+                            p[s_nan] if s_nan else None,
+                            p[s_lower] if s_lower else None,
+                            p[s_upper] if s_upper else None,
                         )
                         for p in parts
-                    )
+                    ]
                 )
-                added, existing, deleted, added_rows, existing_rows, deleted_rows = (
-                    rec[n] if n else None for n in counts
+            snapshot_id = rec[n_snap] if n_snap else None
+            if snapshot_id is None:
+                raise InvalidMetadataError(
+                    f"manifest list {path!r} has a manifest without added_snapshot_id",
+                    location=path,
                 )
-                snapshot_id = rec[n_snap] if n_snap else None
-                if snapshot_id is None:
-                    raise InvalidMetadataError(
-                        f"manifest list {path!r} has a manifest without added_snapshot_id",
-                        location=path,
-                    )
-                out.append(
-                    ManifestFile(
-                        manifest_path=rec[top[500]],
-                        manifest_length=rec[top[501]],
-                        partition_spec_id=rec[top[502]],
-                        content=_CONTENTS[rec[n_content]] if n_content else ManifestContent.DATA,
-                        sequence_number=rec[n_seq] if n_seq else 0,
-                        min_sequence_number=rec[n_min_seq] if n_min_seq else 0,
-                        added_snapshot_id=snapshot_id,
-                        added_files_count=added,
-                        existing_files_count=existing,
-                        deleted_files_count=deleted,
-                        added_rows_count=added_rows,
-                        existing_rows_count=existing_rows,
-                        deleted_rows_count=deleted_rows,
-                        partitions=partitions,
-                        key_metadata=rec[n_key] if n_key else None,
-                        first_row_id=rec[n_first_row] if n_first_row else None,
-                    )
+            out.append(
+                manifest_file(
+                    rec[n_path],
+                    rec[n_length],
+                    rec[n_spec],
+                    contents[rec[n_content]] if n_content else data,
+                    rec[n_seq] if n_seq else 0,
+                    rec[n_min_seq] if n_min_seq else 0,
+                    snapshot_id,
+                    rec[n_added] if n_added else None,
+                    rec[n_existing] if n_existing else None,
+                    rec[n_deleted] if n_deleted else None,
+                    rec[n_added_rows] if n_added_rows else None,
+                    rec[n_existing_rows] if n_existing_rows else None,
+                    rec[n_deleted_rows] if n_deleted_rows else None,
+                    partitions,
+                    rec[n_key] if n_key else None,
+                    rec[n_first_row] if n_first_row else None,
                 )
-        except (KeyError, TypeError, ValueError) as e:
-            raise InvalidMetadataError(
-                f"manifest list {path!r} has an invalid entry: {e!r}", location=path
-            ) from e
-        return out
+            )
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidMetadataError(
+            f"manifest list {path!r} has an invalid entry: {e!r}", location=path
+        ) from e
+    return tuple(out)
 
 
 @lru_cache(maxsize=4)
@@ -257,6 +387,7 @@ def write_manifest_list(
             )
         records.append(record)
 
+    _CACHE.discard(path)
     stream = io.new_output(path).create()
     try:
         fastavro.writer(stream, parsed, records, codec="deflate", metadata=metadata)
@@ -267,4 +398,6 @@ def write_manifest_list(
         stream.close()
     except OSError as e:
         raise FileIOError(f"cannot finish manifest list {path!r}: {e}", location=path) from e
+    finally:
+        _CACHE.discard(path)  # again: a reader may have cached the old file while we wrote
     return next_row_id if format_version >= 3 else None

@@ -200,3 +200,71 @@ def test_manifest_and_residual_soundness(data: st.DataObject) -> None:
     for row, partition in zip(rows, partitions, strict=True):
         residual = expression_evaluator(SCHEMA.as_struct(), bind(SCHEMA, residuals.residual_for(partition)))
         assert residual(row) == matches(row), (expr, row, residuals.residual_for(partition))
+
+
+def test_manifest_bounds_decoded_once_across_evaluations(monkeypatch: Any) -> None:
+    """The compiled evaluator decodes a summary's bounds once and keeps them on the summary, so
+    planning the same (cached) manifest list again decodes nothing."""
+    from icefloe.expressions.visitors import manifest_evaluator as me
+    from icefloe.spec import values
+
+    calls: list[Any] = []
+
+    def counting(t: Any, b: bytes) -> Any:
+        calls.append(t)
+        return values.from_bytes(t, b)
+
+    monkeypatch.setattr(me, "from_bytes", counting)
+    manifest = _manifest([(10, "abc", 1.0, 5), (20, "abd", 2.0, 7)])
+    for text in ("id = 15", "id > 5", "id < 100 and id >= 0"):
+        assert ManifestEvaluator(SPEC, SCHEMA, parse(text)).eval(manifest)
+    assert len(calls) == 2  # lower and upper of id_trunc, once
+    assert ManifestEvaluator(SPEC, SCHEMA, parse("s = 'abc' or s = 'x'")).eval(manifest)
+    assert len(calls) == 4
+
+
+def test_manifest_short_summary_list_might_match() -> None:
+    """A list written with fewer summaries than the spec has fields knows nothing of the rest."""
+    full = _manifest([(10, "abc", 1.0, 5)])
+    assert full.partitions is not None
+    short = ManifestFile(
+        manifest_path="m",
+        manifest_length=1,
+        partition_spec_id=0,
+        added_snapshot_id=1,
+        partitions=full.partitions[:1],
+    )
+    for text in (
+        "s = 'zzz'",
+        "s is null",
+        "d is nan",
+        "d is not nan",
+        "s not like 'a%'",
+        "dt > '2000-01-01'",
+    ):
+        assert _eval(text, short), text
+    assert not _eval("id = 1000", short)
+
+
+def test_manifest_large_in_still_prunes_without_bounds() -> None:
+    all_null = _manifest([(None, None, None, None)])
+    assert not _eval(f"id in ({', '.join(str(i) for i in range(300))})", all_null)
+    assert _eval(f"id in ({', '.join(str(i) for i in range(300))})", MANIFEST)
+    # truncate[10] projects those 300 ids to 30 values, under the limit: still checked
+    assert not _eval(f"id in ({', '.join(str(i) for i in range(1000, 1300))})", MANIFEST)
+    many = ", ".join(f"'x{i}'" for i in range(300))
+    assert _eval(f"s in ({many})", MANIFEST)  # over the limit: not checked against the bounds
+    assert not _eval("s in ('x1', 'x2')", MANIFEST)
+    assert not _eval("id in (1000, 1001)", MANIFEST)
+
+
+def test_manifest_evaluator_is_shared_across_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    ev = ManifestEvaluator(SPEC, SCHEMA, parse("id >= 20 and s like 'ab%'"))
+    manifests = [_manifest([(i, "abc", 1.0, 5)]) for i in range(0, 100, 5)]
+    expected = [ev.eval(m) for m in manifests]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            assert list(pool.map(ev.eval, manifests)) == expected
+    assert expected == [i >= 20 for i in range(0, 100, 5)]

@@ -9,6 +9,7 @@ import uuid
 from decimal import Decimal
 from itertools import count
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import fastavro
 import pytest
@@ -39,6 +40,9 @@ from icefloe.spec.values import to_bytes
 from icefloe.transforms import IdentityTransform
 
 from ._strategies import ALL_TYPES_SPEC, SCHEMA, data_files
+
+if TYPE_CHECKING:
+    from icefloe.io import FileIO
 
 IO = LocalFileIO()
 PARTITION_TYPE = ALL_TYPES_SPEC.partition_type(SCHEMA)
@@ -407,3 +411,176 @@ def test_unreadable_files_raise_typed_errors(tmp_path: Path) -> None:
     write_manifest_list(IO, list_path, 1, None, 1, [w.close()])
     with pytest.raises(InvalidMetadataError, match="not a manifest"):
         list(read_manifest(IO, dataclasses.replace(m, manifest_path=list_path)))
+
+
+# ----------------------------------------------------------------------------- fast reading paths
+
+
+def _small_list(tmp_path: Path, snapshot_id: int = 20, n: int = 2) -> tuple[str, list[ManifestFile]]:
+    written = []
+    for i in range(n):
+        with ManifestWriter(IO, _path(tmp_path), SMALL_SPEC, SMALL_SCHEMA, snapshot_id) as w:
+            w.add(_file((f"c{i}", float(i))))
+        written.append(w.close())
+    path = _path(tmp_path)
+    write_manifest_list(IO, path, snapshot_id, None, 5, written)
+    return path, written
+
+
+def test_fast_constructors_equal_keyword_ones() -> None:
+    from icefloe.manifest import PartitionFieldSummary
+    from icefloe.manifest._model import manifest_file, partition_field_summary
+
+    s = PartitionFieldSummary(contains_null=True, contains_nan=False, lower_bound=b"a", upper_bound=b"b")
+    fast_s = partition_field_summary(True, False, b"a", b"b")
+    assert fast_s == s and hash(fast_s) == hash(s) and repr(fast_s) == repr(s)
+    kw: dict[str, Any] = {f.name: f"v{i}" for i, f in enumerate(dataclasses.fields(ManifestFile))}
+    kw["partitions"] = (s,)
+    slow = ManifestFile(**kw)
+    fast = manifest_file(*kw.values())
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert pickle.loads(pickle.dumps(fast)) == slow
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.manifest_path = "x"  # type: ignore[misc]
+
+
+def test_summary_decodes_bounds_once_per_type() -> None:
+    from icefloe.manifest import PartitionFieldSummary
+
+    calls: list[Any] = []
+
+    def decode(t: Any, b: bytes) -> Any:
+        calls.append(t)
+        return b.decode() if t == "str" else len(b)
+
+    s = PartitionFieldSummary(False, None, b"ab", b"xyz")
+    assert s.decoded_bounds("str", decode) == ("ab", "xyz")
+    assert s.decoded_bounds("str", decode) == ("ab", "xyz")
+    assert calls == ["str", "str"]  # lower and upper, once
+    assert s.decoded_bounds("len", decode) == (2, 3)  # another type decodes again
+    assert PartitionFieldSummary(True).decoded_bounds("str", decode) is None
+    # the cache is not part of the value
+    assert s == PartitionFieldSummary(False, None, b"ab", b"xyz")
+    assert "decoded" not in repr(s)
+
+
+def _counting_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from icefloe.manifest import manifest_list as ml
+
+    decoded: list[str] = []
+    real = ml._read
+
+    def counting(stream: Any, path: str) -> Any:
+        decoded.append(path)
+        return real(stream, path)
+
+    monkeypatch.setattr(ml, "_read", counting)
+    return decoded
+
+
+def test_manifest_list_cache_serves_repeated_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from icefloe.manifest.manifest_list import clear_manifest_list_cache
+    from icefloe.testing import CountingFileIO
+
+    path, _ = _small_list(tmp_path)
+    counting = CountingFileIO(IO)
+    fio = cast("FileIO", counting)
+    clear_manifest_list_cache()
+    decoded = _counting_decodes(monkeypatch)
+    first = read_manifest_list(fio, path)
+    second = read_manifest_list(fio, path)
+    assert decoded == [path]  # the second read came from the cache...
+    assert counting.opened[path] == 2  # ...but opened the file, as without a cache
+    assert first == second and first is not second  # each caller gets its own list
+    assert all(a is b for a, b in zip(first, second, strict=True))  # of shared frozen objects
+    first.clear()
+    assert read_manifest_list(fio, path) == second
+    assert read_manifest_list(fio, path, cache=False) == second
+    assert decoded == [path, path]  # cache=False always decodes
+
+
+def test_manifest_list_cache_drops_rewritten_location(tmp_path: Path) -> None:
+    path, written = _small_list(tmp_path, n=2)
+    assert len(read_manifest_list(IO, path)) == 2
+    # A process reusing a location (deleted first: files are never overwritten) must not see the
+    # old list.
+    IO.delete(path)
+    write_manifest_list(IO, path, 20, None, 5, written[:1])
+    assert [m.manifest_path for m in read_manifest_list(IO, path)] == [written[0].manifest_path]
+
+
+def test_manifest_list_cache_checks_the_file_size(tmp_path: Path) -> None:
+    """A list replaced behind the cache's back (another process) is decoded again."""
+    import shutil
+
+    path, _ = _small_list(tmp_path, n=3)
+    other, _ = _small_list(tmp_path, n=1)
+    assert len(read_manifest_list(IO, path)) == 3
+    Path(path).unlink()
+    shutil.copyfile(other, path)
+    assert len(read_manifest_list(IO, path)) == 1
+
+
+def test_manifest_list_cache_is_bounded_and_can_be_disabled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefloe.manifest import manifest_list as ml
+
+    paths = [_small_list(tmp_path, n=1)[0] for _ in range(4)]
+    try:
+        ml.set_manifest_list_cache_size(2)
+        ml.clear_manifest_list_cache()
+        decoded = _counting_decodes(monkeypatch)
+        for p in paths:
+            read_manifest_list(IO, p)
+        assert len(ml._CACHE) == 2
+        read_manifest_list(IO, paths[3])  # most recent: cached
+        read_manifest_list(IO, paths[0])  # evicted: decoded again
+        assert decoded == [*paths, paths[0]]
+        ml.set_manifest_list_cache_size(0)
+        assert len(ml._CACHE) == 0
+        read_manifest_list(IO, paths[3])
+        read_manifest_list(IO, paths[3])
+        assert decoded[-2:] == [paths[3], paths[3]] and len(ml._CACHE) == 0
+        with pytest.raises(ValidationError, match=">= 0"):
+            ml.set_manifest_list_cache_size(-1)
+    finally:
+        ml.set_manifest_list_cache_size(ml.MANIFEST_LIST_CACHE_ENTRIES)
+
+
+def test_manifest_list_cache_is_thread_safe(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from icefloe.manifest.manifest_list import clear_manifest_list_cache
+
+    paths = [_small_list(tmp_path, snapshot_id=30 + i, n=3)[0] for i in range(6)]
+    expected = {p: read_manifest_list(IO, p, cache=False) for p in paths}
+    clear_manifest_list_cache()
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda p: (p, read_manifest_list(IO, p)), paths * 20))
+    assert all(ms == expected[p] for p, ms in got)
+
+
+@pytest.mark.parametrize("with_logical_types", [False, True])
+def test_avro_block_fast_path_matches_per_record_decoding(tmp_path: Path, with_logical_types: bool) -> None:
+    """Block decoding is used only when no logical type would be converted; either way the
+    records are the raw values."""
+    from icefloe.manifest._avro import AvroFile
+
+    fields: list[dict[str, Any]] = [
+        {"name": "a", "type": "long"},
+        {"name": "m", "type": {"type": "array", "logicalType": "map", "items": "int"}},
+    ]
+    if with_logical_types:
+        fields.append({"name": "d", "type": {"type": "int", "logicalType": "date"}})
+    schema = {"type": "record", "name": "r", "fields": fields}
+    rows = [{"a": i, "m": [i, i + 1], "d": 20000 + i} for i in range(300)]
+    path = tmp_path / "x.avro"
+    with open(path, "wb") as fo:
+        fastavro.writer(fo, fastavro.parse_schema(schema), rows, sync_interval=100)
+    with open(path, "rb") as fo:
+        avro = AvroFile(fo, str(path))
+        assert avro._as_written is not with_logical_types
+        got = list(avro)
+    keep = [f["name"] for f in fields]
+    assert got == [{k: r[k] for k in keep} for r in rows]  # dates stay plain ints
