@@ -41,11 +41,12 @@ from icefloe.arrow.writer import (
     close_parquet_file,
     file_location,
     open_parquet_file,
+    parquet_file_entry,
     write_options,
 )
 from icefloe.errors import SchemaError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO
-from icefloe.manifest import DataFile, DataFileContent, FileFormat
+from icefloe.manifest import DataFile, DataFileContent
 from icefloe.spec.partition import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
@@ -291,22 +292,19 @@ def write_position_deletes(
                 lower.pop(fid, None)
                 upper.pop(fid, None)
         out.append(
-            DataFile(
-                content=DataFileContent.POSITION_DELETES,
-                file_path=path,
-                file_format=FileFormat.PARQUET,
+            parquet_file_entry(
+                DataFileContent.POSITION_DELETES,
+                path,
+                size,
+                m,
                 partition=part,
-                record_count=m.record_count,
-                file_size_in_bytes=size,
-                column_sizes=m.column_sizes,
+                spec_id=spec.spec_id,
                 value_counts=_without(m.value_counts, _POSITION_FIELD_IDS),
                 null_value_counts=_without(m.null_value_counts, _POSITION_FIELD_IDS),
                 nan_value_counts=_without(m.nan_value_counts, _POSITION_FIELD_IDS),
                 lower_bounds=lower or None,
                 upper_bounds=upper or None,
-                split_offsets=tuple(m.split_offsets),
                 referenced_data_file=single,
-                spec_id=spec.spec_id,
             )
         )
     return out
@@ -418,22 +416,14 @@ def write_equality_deletes(
         writer.abort()
         raise
     return [
-        DataFile(
-            content=DataFileContent.EQUALITY_DELETES,
-            file_path=path,
-            file_format=FileFormat.PARQUET,
+        parquet_file_entry(
+            DataFileContent.EQUALITY_DELETES,
+            path,
+            size,
+            m,
             partition=part,
-            record_count=m.record_count,
-            file_size_in_bytes=size,
-            column_sizes=m.column_sizes,
-            value_counts=m.value_counts,
-            null_value_counts=m.null_value_counts,
-            nan_value_counts=m.nan_value_counts,
-            lower_bounds=m.lower_bounds,
-            upper_bounds=m.upper_bounds,
-            split_offsets=tuple(m.split_offsets),
-            equality_ids=eq_ids,
             spec_id=spec.spec_id,
+            equality_ids=eq_ids,
         )
         for path, size, m in writer.closed
     ]

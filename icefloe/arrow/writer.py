@@ -214,6 +214,38 @@ def close_parquet_file(f: _OpenFile) -> tuple[int, FileMetrics]:
     return size, f.metrics.finish(parquet_meta)
 
 
+def parquet_file_entry(
+    content: DataFileContent,
+    path: str,
+    size: int,
+    metrics: FileMetrics,
+    *,
+    partition: tuple[Any, ...],
+    spec_id: int,
+    **overrides: Any,
+) -> DataFile:
+    """The manifest description of a Parquet file this module wrote (data or delete file):
+    its metrics as collected, with ``overrides`` replacing or adding fields."""
+    fields: dict[str, Any] = {
+        "content": content,
+        "file_path": path,
+        "file_format": FileFormat.PARQUET,
+        "partition": partition,
+        "record_count": metrics.record_count,
+        "file_size_in_bytes": size,
+        "column_sizes": metrics.column_sizes,
+        "value_counts": metrics.value_counts,
+        "null_value_counts": metrics.null_value_counts,
+        "nan_value_counts": metrics.nan_value_counts,
+        "lower_bounds": metrics.lower_bounds,
+        "upper_bounds": metrics.upper_bounds,
+        "split_offsets": tuple(metrics.split_offsets),
+        "spec_id": spec_id,
+    }
+    fields.update(overrides)
+    return DataFile(**fields)
+
+
 @dataclass
 class _PartitionState:
     partition: tuple[Any, ...]
@@ -332,22 +364,8 @@ class _DataFileWriter:
         state.current = None
         size, m = close_parquet_file(f)
         self.done.append(
-            DataFile(
-                content=DataFileContent.DATA,
-                file_path=f.path,
-                file_format=FileFormat.PARQUET,
-                partition=state.partition,
-                record_count=m.record_count,
-                file_size_in_bytes=size,
-                column_sizes=m.column_sizes,
-                value_counts=m.value_counts,
-                null_value_counts=m.null_value_counts,
-                nan_value_counts=m.nan_value_counts,
-                lower_bounds=m.lower_bounds,
-                upper_bounds=m.upper_bounds,
-                split_offsets=tuple(m.split_offsets),
-                sort_order_id=None,
-                spec_id=self.spec.spec_id,
+            parquet_file_entry(
+                DataFileContent.DATA, f.path, size, m, partition=state.partition, spec_id=self.spec.spec_id
             )
         )
 

@@ -17,6 +17,7 @@ Data and delete manifests are read by the same worker pool.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -148,21 +149,29 @@ def plan_files(
         else:
             stats.manifests_skipped += 1
 
+    stats_lock = threading.Lock()
+
     def plan_manifest(m: ManifestFile) -> list[tuple[int, FileScanTask]]:
         ev = evaluators[m.partition_spec_id]
         tasks: list[tuple[int, FileScanTask]] = []
+        scanned = by_partition = by_metrics = 0
         for entry in _live(read_manifest(io, m)):
-            stats.entries_scanned += 1
+            scanned += 1
             f = entry.data_file
             if f.content != DataFileContent.DATA:
                 continue
             if not ev.partition_may_match(f.partition):
-                stats.files_skipped_by_partition += 1
+                by_partition += 1
                 continue
             if not metrics_evaluator.eval(f):
-                stats.files_skipped_by_metrics += 1
+                by_metrics += 1
                 continue
             tasks.append((_data_sequence_number(entry), FileScanTask(f, ev.residual(f.partition))))
+        # Manifests are planned on worker threads: add this one's counts in one step.
+        with stats_lock:
+            stats.entries_scanned += scanned
+            stats.files_skipped_by_partition += by_partition
+            stats.files_skipped_by_metrics += by_metrics
         return tasks
 
     def read_deletes(m: ManifestFile) -> list[ManifestEntry]:
@@ -208,7 +217,7 @@ def _attach_deletes(
 ) -> list[FileScanTask]:
     if not delete_entries:
         return [t for _, t in planned]
-    index = DeleteFileIndex(delete_entries, {s.spec_id: s for s in metadata.partition_specs}, schema)
+    index = DeleteFileIndex(delete_entries, metadata.specs_by_id, schema)
     tasks: list[FileScanTask] = []
     for seq, t in planned:
         deletes = index.for_data_file(seq, t.file)
