@@ -85,7 +85,7 @@ def lineitem_table(data_dir: Path, scale: float) -> Any:
     date filter can skip files and row groups), built on first use."""
     import icefloe
 
-    root = data_dir / f"lineitem-v3-sf{_scale_text(scale)}"
+    root = data_dir / f"lineitem-v4-sf{_scale_text(scale)}"
     done = root / "READY"
     if not done.exists():
         shutil.rmtree(root, ignore_errors=True)

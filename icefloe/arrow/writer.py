@@ -199,6 +199,9 @@ def open_parquet_file(
         data_page_size=options.page_size,
         store_schema=False,
         write_statistics=True,
+        # Like Iceberg Java: decimal(p <= 9) as INT32, decimal(p <= 18) as INT64, wider ones as
+        # FIXED_LEN_BYTE_ARRAY. Integers decode about 5x faster than big-endian fixed bytes.
+        store_decimal_as_integer=True,
     )
     return _OpenFile(path, stream, sink, writer, MetricsCollector(schema, metrics_config))
 

@@ -20,6 +20,7 @@ from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     DateType,
+    DecimalType,
     IntegerType,
     LongType,
     NestedField,
@@ -77,6 +78,34 @@ def test_unpartitioned_write_returns_a_complete_data_file(io, meta_factory, loca
     # Field ids are in the Parquet schema; the data reads back equal.
     assert pf.schema_arrow.field("id").metadata[b"PARQUET:field_id"] == b"1"
     assert pf.read().cast(schema_to_arrow(SCHEMA)).equals(rows(10).cast(schema_to_arrow(SCHEMA)))
+
+
+def test_decimals_use_javas_physical_types_and_bounds(io, meta_factory) -> None:  # type: ignore[no-untyped-def]
+    from decimal import Decimal
+
+    schema = Schema(
+        NestedField(1, "small", DecimalType(9, 2)),
+        NestedField(2, "mid", DecimalType(15, 2)),
+        NestedField(3, "wide", DecimalType(38, 10)),
+    )
+    values = [Decimal("-12.50"), Decimal("3.25"), None]
+    data = pa.table(
+        {
+            "small": pa.array(values, pa.decimal128(9, 2)),
+            "mid": pa.array(values, pa.decimal128(15, 2)),
+            "wide": pa.array(
+                [v if v is None else v.quantize(Decimal("1e-10")) for v in values], pa.decimal128(38, 10)
+            ),
+        }
+    )
+    (f,) = write_data_files(io, meta_factory(schema), data)
+    pf = pq.ParquetFile(local(f.file_path))
+    physical = [pf.schema.column(i).physical_type for i in range(3)]
+    assert physical == ["INT32", "INT64", "FIXED_LEN_BYTE_ARRAY"]
+    assert from_bytes(DecimalType(9, 2), f.lower_bounds[1]) == Decimal("-12.50")
+    assert from_bytes(DecimalType(15, 2), f.upper_bounds[2]) == Decimal("3.25")
+    assert from_bytes(DecimalType(38, 10), f.upper_bounds[3]) == Decimal("3.25")
+    assert pf.read().column("mid").to_pylist() == values
 
 
 def test_empty_input_writes_nothing(io, meta_factory) -> None:  # type: ignore[no-untyped-def]
