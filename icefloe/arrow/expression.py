@@ -12,7 +12,8 @@ Iceberg keeps (``x != 5`` with x null).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +25,7 @@ from icefloe.expressions.visitors import BoundExpressionVisitor, rewrite_not, vi
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import IcebergType, PrimitiveType, StructType, UUIDType
 
-__all__ = ["to_arrow_expression"]
+__all__ = ["arrow_mask", "to_arrow_expression"]
 
 _FALSE = pa.scalar(False)
 _TRUE = pa.scalar(True)
@@ -150,3 +151,117 @@ def to_arrow_expression(expr: BooleanExpression, schema: Schema) -> pc.Expressio
     over the Arrow table that :func:`icefloe.arrow.schema.schema_to_arrow` describes for
     ``schema``. Keep the rows where it is true."""
     return visit(rewrite_not(bind(schema, expr)), _ToArrow(schema))
+
+
+# ----------------------------------------------------------------------------------- masks
+
+Tabular: TypeAlias = "pa.RecordBatch | pa.Table"
+Mask: TypeAlias = Callable[[Tabular], "pa.Array | pa.ChunkedArray"]
+
+
+class _ToMask(BoundExpressionVisitor[Mask]):
+    """The same predicates as :class:`_ToArrow`, as functions computing a boolean array from a
+    batch with compute kernels directly: filtering through a ``pc.Expression`` plans an Acero
+    query per call (a fixed cost of about 0.2 ms that dominates selective reads)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._names = _ToArrow(schema)
+
+    def _column(self, ref: BoundReference) -> Callable[[Tabular], Any]:
+        path = _name_path(self._names._struct, ref.field_id)
+        if path is None:
+            raise ExpressionError(
+                f"column {ref.name!r} (field id {ref.field_id}) is not a struct path in the schema",
+                column=ref.name,
+            )
+        head, rest = path[0], list(path[1:])
+        cast = isinstance(ref.field_type, UUIDType)
+
+        def column(batch: Tabular) -> Any:
+            arr = batch.column(head)
+            if rest:
+                arr = pc.struct_field(arr, rest)  # null where a parent struct is null
+            return pc.cast(arr, pa.binary(16)) if cast else arr
+
+        return column
+
+    def _compare(self, ref: BoundReference, kernel: Callable[..., Any], literal: Any, on_null: bool) -> Mask:
+        column, value = self._column(ref), self._names._scalar(ref, literal)
+        return lambda b: pc.fill_null(kernel(column(b), value), on_null)
+
+    @staticmethod
+    def _constant(value: bool) -> Mask:
+        return lambda b: pa.repeat(pa.scalar(value), b.num_rows)
+
+    def visit_true(self) -> Mask:
+        return self._constant(True)
+
+    def visit_false(self) -> Mask:
+        return self._constant(False)
+
+    def visit_not(self, child_result: Mask) -> Mask:
+        return lambda b: pc.invert(child_result(b))
+
+    # Leaves never produce null, so plain two-valued logic is Iceberg's.
+    def visit_and(self, left_result: Mask, right_result: Mask) -> Mask:
+        return lambda b: pc.and_(left_result(b), right_result(b))
+
+    def visit_or(self, left_result: Mask, right_result: Mask) -> Mask:
+        return lambda b: pc.or_(left_result(b), right_result(b))
+
+    def visit_is_null(self, ref: BoundReference) -> Mask:
+        column = self._column(ref)
+        return lambda b: pc.is_null(column(b))
+
+    def visit_not_null(self, ref: BoundReference) -> Mask:
+        column = self._column(ref)
+        return lambda b: pc.is_valid(column(b))
+
+    def visit_is_nan(self, ref: BoundReference) -> Mask:
+        column = self._column(ref)
+        return lambda b: pc.fill_null(pc.is_nan(column(b)), False)
+
+    def visit_not_nan(self, ref: BoundReference) -> Mask:
+        column = self._column(ref)
+        return lambda b: pc.invert(pc.fill_null(pc.is_nan(column(b)), False))
+
+    def visit_less_than(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.less, literal, False)
+
+    def visit_less_than_or_equal(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.less_equal, literal, False)
+
+    def visit_greater_than(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.greater, literal, False)
+
+    def visit_greater_than_or_equal(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.greater_equal, literal, False)
+
+    def visit_equal(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.equal, literal, False)
+
+    def visit_not_equal(self, ref: BoundReference, literal: Any) -> Mask:
+        return self._compare(ref, pc.not_equal, literal, True)
+
+    def visit_in(self, ref: BoundReference, literals: frozenset[Any]) -> Mask:
+        column, values = self._column(ref), self._names._value_set(ref, literals)
+        return lambda b: pc.fill_null(pc.is_in(column(b), value_set=values), False)
+
+    def visit_not_in(self, ref: BoundReference, literals: frozenset[Any]) -> Mask:
+        inside = self.visit_in(ref, literals)
+        return lambda b: pc.invert(inside(b))
+
+    def visit_starts_with(self, ref: BoundReference, literal: Any) -> Mask:
+        column = self._column(ref)
+        return lambda b: pc.fill_null(pc.starts_with(column(b), pattern=literal), False)
+
+    def visit_not_starts_with(self, ref: BoundReference, literal: Any) -> Mask:
+        starts = self.visit_starts_with(ref, literal)
+        return lambda b: pc.invert(starts(b))
+
+
+def arrow_mask(expr: BooleanExpression, schema: Schema) -> Mask:
+    """``expr`` (bound to ``schema``, or unbound and bound here) as a function from a batch or table
+    laid out as ``schema_to_arrow(schema)`` to a boolean array without nulls: true for the rows to
+    keep, exactly as :func:`to_arrow_expression` would keep them."""
+    return visit(rewrite_not(bind(schema, expr)), _ToMask(schema))

@@ -29,6 +29,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,12 +45,14 @@ from icefloe.arrow._name_mapping import (
     parse_name_mapping,
 )
 from icefloe.arrow.apply_deletes import DeleteFilter, DeleteLoader
+from icefloe.arrow.expression import Mask, arrow_mask
 from icefloe.arrow.metrics import row_group_start
 from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
 from icefloe.errors import IcefloeError, SchemaError, UnsupportedFeatureError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
 from icefloe.expressions.visitors.inclusive_metrics import InclusiveMetricsEvaluator
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
+from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.io import FileIO
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
@@ -85,7 +88,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_BATCH_SIZE", "read_task", "to_table_layout"]
 
 DEFAULT_BATCH_SIZE = 131_072
-_KEEP_COLUMN = "\x00icefloe:keep"  # never a column name in a batch (names come from the schema)
 
 
 def read_task(
@@ -168,18 +170,19 @@ def _read(
         if task.start <= row_group_start(meta.row_group(i))
         and (end is None or row_group_start(meta.row_group(i)) < end)
     ]
+    # Row groups whose statistics prove that every row matches the residual skip the filter.
+    exact: frozenset[int] = frozenset()
     if residual is not None and PRUNE_ROW_GROUPS:
-        row_groups = prune_row_groups(meta, row_groups, file_schema, read_schema, residual, task.file)
+        verdicts = prune_row_groups(meta, row_groups, file_schema, read_schema, residual, task.file)
+        row_groups = [i for i, _ in verdicts]
+        exact = frozenset(i for i, all_match in verdicts if all_match)
     if not row_groups:
         return
     read_arrow = schema_to_arrow(read_schema)
-    filter_expr = None
-    if residual is not None:
-        from icefloe.arrow.expression import to_arrow_expression
+    filter_mask = None if residual is None else arrow_mask(residual, read_schema)
+    projected_arrow = read_arrow if read_schema is projected_schema else schema_to_arrow(projected_schema)
 
-        filter_expr = to_arrow_expression(residual, read_schema)
-
-    for first_row, raw in _positioned_batches(pf, row_groups, columns, batch_size):
+    for first_row, raw, all_match in _positioned_batches(pf, row_groups, columns, batch_size, exact):
         n = raw.num_rows
         file_cols: dict[int, tuple[pa.Array, pa.Field]] = {}
         for i, f in enumerate(wanted):
@@ -193,20 +196,26 @@ def _read(
         else:
             batch = raw.select([])  # keeps the row count
         keep = None if deletes is None else deletes.keep_mask(batch, read_schema, first_row)
-        if keep is not None or filter_expr is not None:
-            batch = _filter(batch, keep, filter_expr)
+        mask = None if all_match else filter_mask
+        if keep is not None or mask is not None:
+            batch = _filter(batch, keep, mask)
         if batch.num_rows == 0:
             continue
         if read_schema is not projected_schema:
-            batch = to_table_layout(batch, projected_schema)
+            batch = to_table_layout(batch, projected_schema, projected_arrow)
         yield batch
 
 
 def _positioned_batches(
-    pf: pq.ParquetFile, row_groups: list[int], columns: list[str], batch_size: int
-) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """Batches with the file position of their first row (what position deletes refer to): each
-    contiguous run of row groups is streamed from its first row index on."""
+    pf: pq.ParquetFile,
+    row_groups: list[int],
+    columns: list[str],
+    batch_size: int,
+    exact: frozenset[int] = frozenset(),
+) -> Iterator[tuple[int, pa.RecordBatch, bool]]:
+    """Batches with the file position of their first row (what position deletes refer to) and
+    whether all their rows lie in the row groups of ``exact``. Each contiguous run of row groups is
+    streamed from its first row index on (one reader per run: batches may span row groups)."""
     meta = pf.metadata
     first_rows = [0]
     for i in range(meta.num_row_groups):
@@ -217,11 +226,19 @@ def _positioned_batches(
             runs[-1].append(i)
         else:
             runs.append([i])
+    # Row ranges covered by consecutive exact row groups.
+    spans: list[tuple[int, int]] = []
+    for i in sorted(exact):
+        if spans and spans[-1][1] == first_rows[i]:
+            spans[-1] = (spans[-1][0], first_rows[i + 1])
+        else:
+            spans.append((first_rows[i], first_rows[i + 1]))
     for run in runs:
         position = first_rows[run[0]]
         for raw in _raw_batches(pf, run, columns, batch_size):
-            yield position, raw
-            position += raw.num_rows
+            end = position + raw.num_rows
+            yield position, raw, any(lo <= position and end <= hi for lo, hi in spans)
+            position = end
 
 
 def _raw_batches(
@@ -242,21 +259,20 @@ def _raw_batches(
 
 
 def _filter(
-    batch: pa.RecordBatch, keep: np.ndarray[Any, np.dtype[np.bool_]] | None, expr: pc.Expression | None
+    batch: pa.RecordBatch, keep: np.ndarray[Any, np.dtype[np.bool_]] | None, mask: Mask | None
 ) -> pa.RecordBatch:
-    """Drop deleted rows and rows failing the residual with one copy of the batch: the deletion
-    mask joins the residual as an extra column instead of filtering twice."""
-    if expr is None:
+    """Drop deleted rows and rows failing the residual with one copy of the batch."""
+    if mask is None:
         assert keep is not None
-        # Column by column: RecordBatch.filter is markedly slower than filtering its columns.
-        mask = pa.array(keep)
-        if batch.num_columns == 0:
-            return batch.filter(mask)  # only the row count to keep
-        return pa.RecordBatch.from_arrays([c.filter(mask) for c in batch.columns], schema=batch.schema)
-    if keep is None:
-        return batch.filter(expr)
-    marked = batch.append_column(_KEEP_COLUMN, pa.array(keep))
-    return marked.filter(expr & pc.field(_KEEP_COLUMN)).drop_columns([_KEEP_COLUMN])
+        selection = pa.array(keep)
+    else:
+        selection = mask(batch)
+        if keep is not None:
+            selection = pc.and_(selection, pa.array(keep))
+    if batch.num_columns == 0:
+        return batch.filter(selection)  # only the row count to keep
+    # Column by column: RecordBatch.filter is often slower than filtering its columns.
+    return pa.RecordBatch.from_arrays([c.filter(selection) for c in batch.columns], schema=batch.schema)
 
 
 # --------------------------------------------------------------------------- row-group pruning
@@ -272,18 +288,20 @@ def prune_row_groups(
     read_schema: Schema,
     residual: BooleanExpression,
     data_file: DataFile,
-) -> list[int]:
-    """The row groups whose column statistics leave a row matching ``residual`` possible.
+) -> list[tuple[int, bool]]:
+    """The row groups whose column statistics leave a row matching ``residual`` possible, each
+    with whether the statistics prove that every one of its rows matches.
 
     Each row group's Parquet statistics (min/max, null count) become the metrics of a one-row-group
-    "file" for :class:`InclusiveMetricsEvaluator`, so row groups are ruled out by the same rules as
-    files during planning. Statistics that are absent or cannot be mapped safely to the column's
-    Iceberg type count as unknown (the row group is read). Parquet statistics carry no NaN count,
-    which the evaluator then treats as unknown too.
+    "file" for :class:`InclusiveMetricsEvaluator` and :class:`StrictMetricsEvaluator`, so row
+    groups are ruled out (and filters skipped) by the same rules as files during planning.
+    Statistics that are absent or cannot be mapped safely to the column's Iceberg type count as
+    unknown (the row group is read and filtered). Parquet statistics carry no NaN count, which the
+    evaluators then treat as unknown too.
     """
     leaves = _leaf_field_ids(file_schema)
     if len(leaves) != meta.num_columns:
-        return row_groups  # a layout we do not understand: read everything
+        return [(i, False) for i in row_groups]  # a layout we do not understand: read everything
     column_of = {fid: i for i, fid in enumerate(leaves) if fid is not None}
     columns: list[_ColumnStats] = []
     for fid in referenced_field_ids(residual):
@@ -298,7 +316,8 @@ def prune_row_groups(
         else:
             columns.append(_FileColumn(fid, index, field.field_type, meta.schema.column(index)))
     evaluator = InclusiveMetricsEvaluator(read_schema, residual)
-    kept = []
+    strict = StrictMetricsEvaluator(read_schema, residual)
+    kept: list[tuple[int, bool]] = []
     for i in row_groups:
         rg = meta.row_group(i)
         values: dict[int, int] = {}
@@ -317,7 +336,7 @@ def prune_row_groups(
             upper_bounds=upper,
         )
         if evaluator.eval(metrics):
-            kept.append(i)
+            kept.append((i, strict.eval(metrics)))
     return kept
 
 
@@ -437,8 +456,12 @@ def _converter(t: PrimitiveType, parquet: Any) -> Converter | None:
     """How to turn a Parquet statistic (its physical value) into an internal value of ``t``, or
     None when the column's statistics cannot be trusted or mapped for ``t``. The bool says whether
     the value is an upper bound (rounding must widen the interval, never narrow it)."""
-    physical = parquet.physical_type
-    logical = json.loads(parquet.logical_type.to_json())
+    return _converter_for(t, parquet.physical_type, parquet.logical_type.to_json())
+
+
+@lru_cache(maxsize=512)
+def _converter_for(t: PrimitiveType, physical: str, logical_json: str) -> Converter | None:
+    logical = json.loads(logical_json)
     kind = logical.get("Type", "None")
 
     def same(v: Any, upper: bool) -> Any:
@@ -509,11 +532,16 @@ def _utf8(v: Any, upper: bool) -> Any:
         return None  # a bound truncated inside a character
 
 
-def to_table_layout(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
-    """Project a batch whose fields carry field ids onto ``schema`` by id."""
+def to_table_layout(
+    batch: pa.RecordBatch, schema: Schema, arrow_schema: pa.Schema | None = None
+) -> pa.RecordBatch:
+    """Project a batch whose fields carry field ids onto ``schema`` by id (``arrow_schema``:
+    ``schema_to_arrow(schema)`` when the caller has it)."""
     cols = {field_id_of(f): (batch.column(i), f) for i, f in enumerate(batch.schema)}
     arrays = [_project(cols.get(f.field_id), f, batch.num_rows, f.name) for f in schema.fields]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema_to_arrow(schema))
+    return pa.RecordBatch.from_arrays(
+        arrays, schema=arrow_schema if arrow_schema is not None else schema_to_arrow(schema)
+    )
 
 
 # --------------------------------------------------------------------------- by-id projection

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
@@ -285,6 +285,12 @@ def parse(text: str) -> BooleanExpression:
         raise ExpressionError(f"a filter must be text, got {type(text).__name__}")
     if not text.strip():
         raise ExpressionError("the filter is empty", hint="use 'true' to select every row")
+    return _parse(text)
+
+
+# Expressions are immutable, so a filter text repeated by a dashboard or a loop is parsed once.
+@lru_cache(maxsize=256)
+def _parse(text: str) -> BooleanExpression:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:

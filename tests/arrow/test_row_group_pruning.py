@@ -279,6 +279,35 @@ def test_selective_filter_on_sorted_column_decodes_only_matching_row_groups(
     assert decoded_row_groups == list(range(10))
 
 
+def test_row_groups_proven_to_match_skip_the_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    filtered: list[int] = []
+    original = reader._filter
+
+    def spy(batch: pa.RecordBatch, keep: Any, expr: Any) -> pa.RecordBatch:
+        filtered.append(batch.num_rows)
+        return original(batch, keep, expr)
+
+    monkeypatch.setattr(reader, "_filter", spy)
+    f = write(tmp_path, _sorted_rows(1000), 100)
+    # Row groups 2 and 4 are cut by the bounds; 3 lies inside them and is read without filtering
+    # (batches of one row group each here; a batch spanning row groups is filtered unless all of
+    # them are proven).
+    out = read(f, (col("i") >= 250) & (col("i") < 420), prune=True, batch_size=100)
+    assert out.column("i").to_pylist() == list(range(250, 420))
+    assert filtered == [100, 100]
+    filtered.clear()
+    assert read(f, col("i") >= 0, prune=True).num_rows == 1000
+    assert filtered == []
+    # NaN counts are not in Parquet statistics: a float comparison is always filtered.
+    filtered.clear()
+    assert read(f, col("f") >= 0.0, prune=True).num_rows == 1000
+    assert sum(filtered) == 1000
+    # "x" sorts above every row group's max: every row differs from it, nothing is filtered.
+    filtered.clear()
+    assert read(f, col("s") != "x", prune=True).num_rows == 1000
+    assert filtered == []
+
+
 def test_columns_missing_from_the_file_prune_by_null_or_default(
     tmp_path: Path, decoded_row_groups: list[int]
 ) -> None:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icefloe.arrow.expression import to_arrow_expression
+from icefloe.arrow.expression import arrow_mask, to_arrow_expression
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.errors import ExpressionError
 from icefloe.expressions import (
@@ -176,6 +176,9 @@ def test_arrow_filter_matches_python_evaluator(data: st.DataObject, rows: list[t
     indexed = table.append_column("__row", pa.array(range(len(rows)), pa.int64()))
     got = indexed.filter(to_arrow_expression(bound, SCHEMA)).column("__row").to_pylist()
     assert got == expected, (str(expr), rows)
+    mask = arrow_mask(bound, SCHEMA)(table)
+    assert mask.null_count == 0 and len(mask) == len(rows)
+    assert [i for i, keep in enumerate(mask.to_pylist()) if keep] == expected, (str(expr), rows)
 
 
 def test_null_semantics_on_a_dataset() -> None:
