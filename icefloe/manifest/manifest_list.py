@@ -5,17 +5,15 @@ sequence numbers are still unassigned), and in v3 assigns ``first_row_id`` to da
 that have none, the way Iceberg Java does. v1 lists carry no sequence numbers: they read as 0.
 
 Reading keeps a bounded, thread-safe, process-wide cache of parsed lists keyed by location
-(lists are immutable; see :class:`_ListCache`): planning the same snapshot again opens the list
-but does not decode it. ``read_manifest_list(..., cache=False)`` bypasses it,
-:func:`set_manifest_list_cache_size` bounds (or with 0 disables) it.
+(lists are immutable; see :mod:`icefloe.manifest._cache`): planning the same snapshot again opens
+the list but does not decode it; each caller gets its own list.
+``read_manifest_list(..., cache=False)`` bypasses it, :func:`set_manifest_list_cache_size` bounds
+(or with 0 disables) it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ import fastavro
 
 from icefloe.errors import FileIOError, InvalidMetadataError, ValidationError
 from icefloe.manifest._avro import AvroFile, collect_named, struct_to_avro
+from icefloe.manifest._cache import LocationCache, file_size
 from icefloe.manifest._model import (
     UNASSIGNED_SEQ,
     ManifestContent,
@@ -81,65 +80,11 @@ def _plan(schema_text: str) -> tuple[dict[int, str], dict[int, str]]:
     return top, summary
 
 
-class _ListCache:
-    """Bounded, thread-safe LRU of parsed manifest lists, keyed by full location.
-
-    Manifest lists are immutable once written (the spec never rewrites one in place; a new
-    snapshot writes a new file with a new name), so a location holds one list and repeated
-    planning of a table needs not decode it again. Each entry remembers the file's size; a reader
-    still opens the file (cheap: no bytes are read; on object stores the size comes with the
-    open) and uses the entry only when the size matches, so a location deleted and rewritten by
-    another process is not served stale, and every caller opens exactly the files it would open
-    without the cache (planning's "files opened" accounting is the same cold and warm).
-    Entries are tuples of frozen :class:`ManifestFile` objects shared by every caller; each
-    caller gets its own list. ``write_manifest_list`` drops the entry of the location it writes.
-    """
-
-    def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[int, tuple[ManifestFile, ...]]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, location: str, size: int) -> tuple[ManifestFile, ...] | None:
-        with self._lock:
-            found = self._entries.get(location)
-            if found is None or found[0] != size:
-                return None
-            self._entries.move_to_end(location)
-            return found[1]
-
-    def put(self, location: str, size: int, manifests: tuple[ManifestFile, ...]) -> None:
-        with self._lock:
-            if self.max_entries <= 0:
-                return
-            self._entries[location] = (size, manifests)
-            self._entries.move_to_end(location)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def discard(self, location: str) -> None:
-        with self._lock:
-            self._entries.pop(location, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def resize(self, max_entries: int) -> None:
-        with self._lock:
-            self.max_entries = max_entries
-            while len(self._entries) > max_entries:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-
-#: Default bound of the process-wide cache of parsed manifest lists (see :class:`_ListCache`):
-#: 64 lists of a few thousand manifests each stay within a few tens of MB.
+#: Default bound of the process-wide cache of parsed manifest lists (see
+#: :mod:`icefloe.manifest._cache`): 64 lists of a few thousand manifests each stay within a few
+#: tens of MB.
 MANIFEST_LIST_CACHE_ENTRIES = 64
-_CACHE = _ListCache(MANIFEST_LIST_CACHE_ENTRIES)
+_CACHE: LocationCache[tuple[ManifestFile, ...]] = LocationCache("manifest-list", MANIFEST_LIST_CACHE_ENTRIES)
 
 
 def clear_manifest_list_cache() -> None:
@@ -149,21 +94,7 @@ def clear_manifest_list_cache() -> None:
 
 def set_manifest_list_cache_size(max_entries: int) -> None:
     """Bound the process-wide manifest-list cache to ``max_entries`` lists; 0 disables it."""
-    if max_entries < 0:
-        raise ValidationError(
-            f"manifest-list cache size must be >= 0, got {max_entries}", hint="0 disables the cache"
-        )
     _CACHE.resize(max_entries)
-
-
-def _size(stream: IO[bytes]) -> int | None:
-    """The stream's total size without reading it, or None when it cannot tell."""
-    try:
-        size = stream.seek(0, os.SEEK_END)
-        stream.seek(0)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return size if isinstance(size, int) else None
 
 
 def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[ManifestFile]:
@@ -171,10 +102,10 @@ def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[Man
 
     The file is always opened once. With ``cache`` (the default) a list this process already
     parsed from a file of the same size at the same location is returned without decoding it
-    again (see :class:`_ListCache`).
+    again (see :mod:`icefloe.manifest._cache`).
     """
     with io.new_input(path).open() as stream:
-        size = _size(stream) if cache else None
+        size = file_size(stream) if cache else None
         if size is not None:
             found = _CACHE.get(path, size)
             if found is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.errors import InvalidMetadataError
 from icefloe.manifest._avro import AvroFile, collect_named, value_converter
+from icefloe.manifest._cache import LocationCache, file_size
 from icefloe.manifest._model import (
     UNASSIGNED_SEQ,
     DataFile,
@@ -36,7 +37,14 @@ from icefloe.manifest._model import (
 if TYPE_CHECKING:
     from icefloe.io import FileIO
 
-__all__ = ["read_manifest", "read_manifest_metadata"]
+__all__ = [
+    "MANIFEST_CACHE_BYTES",
+    "clear_manifest_cache",
+    "forget_manifest",
+    "read_manifest",
+    "read_manifest_metadata",
+    "set_manifest_cache_size",
+]
 
 _STATUSES = {s.value: s for s in ManifestEntryStatus}
 _CONTENTS = {c.value: c for c in DataFileContent}
@@ -125,102 +133,167 @@ def read_manifest_metadata(io: FileIO, path: str) -> dict[str, str]:
         return AvroFile(stream, path).metadata
 
 
+#: Default bound of the process-wide cache of decoded manifests, in bytes of manifest files:
+#: decoded entries take roughly ten times their Avro size, so about 40 MB of objects.
+MANIFEST_CACHE_BYTES = 4 * 1024 * 1024
+_CACHE: LocationCache[tuple[ManifestEntry, ...]] = LocationCache("manifest", MANIFEST_CACHE_BYTES)
+
+
+def clear_manifest_cache() -> None:
+    """Forget every cached manifest (tests; or to free memory)."""
+    _CACHE.clear()
+
+
+def set_manifest_cache_size(max_bytes: int) -> None:
+    """Bound the process-wide cache of decoded manifests to ``max_bytes`` of manifest files (a
+    manifest larger than that is never cached); 0 disables it."""
+    _CACHE.resize(max_bytes)
+
+
+def forget_manifest(path: str) -> None:
+    """Drop what the cache holds for ``path`` (its file is being written or deleted)."""
+    _CACHE.discard(path)
+
+
 def read_manifest(
     io: FileIO,
     manifest_file: ManifestFile,
     *,
     partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
     discard_deleted: bool = False,
+    cache: bool = True,
 ) -> Iterator[ManifestEntry]:
     """The entries of a manifest, with inherited snapshot ids and sequence numbers filled in.
 
     ``partition_filter`` (a predicate on the partition tuple) and ``discard_deleted`` skip entries
     before their :class:`DataFile` is built, which keeps planning cheap.
+
+    The file is always opened. With ``cache`` (the default), a manifest this process already
+    decoded in full (read without filters) from a file of the same size, with the same inherited
+    values, is served from a bounded process-wide cache (see :mod:`icefloe.manifest._cache`,
+    :func:`set_manifest_cache_size`).
     """
+    path = manifest_file.manifest_path
+    variant = (
+        manifest_file.partition_spec_id,
+        manifest_file.added_snapshot_id,
+        manifest_file.sequence_number,
+        manifest_file.first_row_id,
+        manifest_file.content,
+    )
+    stream = io.new_input(path).open()
+    try:
+        size = file_size(stream) if cache else None
+        found = None if size is None else _CACHE.get(path, size, variant)
+        avro = AvroFile(stream, path) if found is None else None  # reads the whole file
+    finally:
+        stream.close()
+    if found is not None:
+        for entry in found:
+            if discard_deleted and entry.status is ManifestEntryStatus.DELETED:
+                continue
+            if partition_filter is not None and not partition_filter(entry.data_file.partition):
+                continue
+            yield entry
+        return
+    assert avro is not None
+    if size is not None and partition_filter is None and not discard_deleted:
+        entries = tuple(_decode(avro, manifest_file, None, False))
+        _CACHE.put(path, size, entries, variant=variant, weight=max(size, 1))
+        yield from entries
+        return
+    yield from _decode(avro, manifest_file, partition_filter, discard_deleted)
+
+
+def _decode(
+    avro: AvroFile,
+    manifest_file: ManifestFile,
+    partition_filter: Callable[[tuple[Any, ...]], bool] | None,
+    discard_deleted: bool,
+) -> Iterator[ManifestEntry]:
     path = manifest_file.manifest_path
     spec_id = manifest_file.partition_spec_id
     manifest_snapshot_id = manifest_file.added_snapshot_id
     manifest_seq = manifest_file.sequence_number
     inherit_seq: int | None = manifest_seq if manifest_seq != UNASSIGNED_SEQ else None
     next_row_id = manifest_file.first_row_id if manifest_file.content == ManifestContent.DATA else None
-    with io.new_input(path).open() as stream:
-        avro = AvroFile(stream, path)
-        try:
-            plan = _plan(avro.metadata["avro.schema"])
-        except InvalidMetadataError as e:
-            raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
-        df_names = plan.df
-        n_status, n_df = plan.status, plan.data_file
-        n_snap, n_seq, n_fseq = plan.snapshot_id, plan.sequence_number, plan.file_sequence_number
-        n_content = df_names.get(134)
-        n_path, n_format, n_partition = df_names[100], df_names[101], df_names[102]
-        n_records, n_size = df_names[103], df_names[104]
-        optional = {
-            fid: df_names.get(fid)
-            for fid in (108, 109, 110, 137, 125, 128, 131, 132, 135, 140, 142, 143, 144, 145)
-        }
-        n_cs, n_vc, n_nc, n_nan = optional[108], optional[109], optional[110], optional[137]
-        n_lb, n_ub, n_km, n_so = optional[125], optional[128], optional[131], optional[132]
-        n_eq, n_sort, n_frid, n_ref = optional[135], optional[140], optional[142], optional[143]
-        n_coff, n_csize = optional[144], optional[145]
-        partition_plan = plan.partition
-        try:
-            for rec in avro:
-                status = _STATUSES[rec[n_status]]
-                if discard_deleted and status is ManifestEntryStatus.DELETED:
-                    continue
-                df = rec[n_df]
-                raw_partition = df[n_partition]
-                partition = tuple(
-                    raw_partition[name] if conv is None else conv(raw_partition[name])
-                    for name, conv in partition_plan
-                )
-                if partition_filter is not None and not partition_filter(partition):
-                    continue
-                record_count = df[n_records]
-                content = _CONTENTS[df[n_content]] if n_content else DataFileContent.DATA
-                first_row_id = df[n_frid] if n_frid else None
-                if (
-                    next_row_id is not None
-                    and first_row_id is None
-                    and content is DataFileContent.DATA
-                    and status is not ManifestEntryStatus.DELETED
-                ):
-                    first_row_id = next_row_id
-                    next_row_id += record_count
-                data_file = DataFile(
-                    content=content,
-                    file_path=df[n_path],
-                    file_format=_format(df[n_format]),
-                    partition=partition,
-                    record_count=record_count,
-                    file_size_in_bytes=df[n_size],
-                    column_sizes=_kv(df[n_cs]) if n_cs else None,
-                    value_counts=_kv(df[n_vc]) if n_vc else None,
-                    null_value_counts=_kv(df[n_nc]) if n_nc else None,
-                    nan_value_counts=_kv(df[n_nan]) if n_nan else None,
-                    lower_bounds=_kv(df[n_lb]) if n_lb else None,
-                    upper_bounds=_kv(df[n_ub]) if n_ub else None,
-                    key_metadata=df[n_km] if n_km else None,
-                    split_offsets=_tuple(df[n_so]) if n_so else None,
-                    equality_ids=_tuple(df[n_eq]) if n_eq else None,
-                    sort_order_id=df[n_sort] if n_sort else None,
-                    first_row_id=first_row_id,
-                    referenced_data_file=df[n_ref] if n_ref else None,
-                    content_offset=df[n_coff] if n_coff else None,
-                    content_size_in_bytes=df[n_csize] if n_csize else None,
-                    spec_id=spec_id,
-                )
-                snapshot_id = rec[n_snap] if n_snap else None
-                if snapshot_id is None:
-                    snapshot_id = manifest_snapshot_id
-                seq = rec[n_seq] if n_seq else None
-                fseq = rec[n_fseq] if n_fseq else None
-                if inherit_seq is not None and (status is ManifestEntryStatus.ADDED or inherit_seq == 0):
-                    if seq is None:
-                        seq = inherit_seq
-                    if fseq is None:
-                        fseq = inherit_seq
-                yield ManifestEntry(status, snapshot_id, seq, fseq, data_file)
-        except (KeyError, TypeError, ValueError) as e:
-            raise InvalidMetadataError(f"manifest {path!r} has an invalid entry: {e!r}", location=path) from e
+    try:
+        plan = _plan(avro.metadata["avro.schema"])
+    except InvalidMetadataError as e:
+        raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+    df_names = plan.df
+    n_status, n_df = plan.status, plan.data_file
+    n_snap, n_seq, n_fseq = plan.snapshot_id, plan.sequence_number, plan.file_sequence_number
+    n_content = df_names.get(134)
+    n_path, n_format, n_partition = df_names[100], df_names[101], df_names[102]
+    n_records, n_size = df_names[103], df_names[104]
+    optional = {
+        fid: df_names.get(fid)
+        for fid in (108, 109, 110, 137, 125, 128, 131, 132, 135, 140, 142, 143, 144, 145)
+    }
+    n_cs, n_vc, n_nc, n_nan = optional[108], optional[109], optional[110], optional[137]
+    n_lb, n_ub, n_km, n_so = optional[125], optional[128], optional[131], optional[132]
+    n_eq, n_sort, n_frid, n_ref = optional[135], optional[140], optional[142], optional[143]
+    n_coff, n_csize = optional[144], optional[145]
+    partition_plan = plan.partition
+    try:
+        for rec in avro:
+            status = _STATUSES[rec[n_status]]
+            if discard_deleted and status is ManifestEntryStatus.DELETED:
+                continue
+            df = rec[n_df]
+            raw_partition = df[n_partition]
+            partition = tuple(
+                raw_partition[name] if conv is None else conv(raw_partition[name])
+                for name, conv in partition_plan
+            )
+            record_count = df[n_records]
+            content = _CONTENTS[df[n_content]] if n_content else DataFileContent.DATA
+            first_row_id = df[n_frid] if n_frid else None
+            if (
+                next_row_id is not None
+                and first_row_id is None
+                and content is DataFileContent.DATA
+                and status is not ManifestEntryStatus.DELETED
+            ):
+                first_row_id = next_row_id
+                next_row_id += record_count
+            # After the row-id accounting: skipped files still take their ids.
+            if partition_filter is not None and not partition_filter(partition):
+                continue
+            data_file = DataFile(
+                content=content,
+                file_path=df[n_path],
+                file_format=_format(df[n_format]),
+                partition=partition,
+                record_count=record_count,
+                file_size_in_bytes=df[n_size],
+                column_sizes=_kv(df[n_cs]) if n_cs else None,
+                value_counts=_kv(df[n_vc]) if n_vc else None,
+                null_value_counts=_kv(df[n_nc]) if n_nc else None,
+                nan_value_counts=_kv(df[n_nan]) if n_nan else None,
+                lower_bounds=_kv(df[n_lb]) if n_lb else None,
+                upper_bounds=_kv(df[n_ub]) if n_ub else None,
+                key_metadata=df[n_km] if n_km else None,
+                split_offsets=_tuple(df[n_so]) if n_so else None,
+                equality_ids=_tuple(df[n_eq]) if n_eq else None,
+                sort_order_id=df[n_sort] if n_sort else None,
+                first_row_id=first_row_id,
+                referenced_data_file=df[n_ref] if n_ref else None,
+                content_offset=df[n_coff] if n_coff else None,
+                content_size_in_bytes=df[n_csize] if n_csize else None,
+                spec_id=spec_id,
+            )
+            snapshot_id = rec[n_snap] if n_snap else None
+            if snapshot_id is None:
+                snapshot_id = manifest_snapshot_id
+            seq = rec[n_seq] if n_seq else None
+            fseq = rec[n_fseq] if n_fseq else None
+            if inherit_seq is not None and (status is ManifestEntryStatus.ADDED or inherit_seq == 0):
+                if seq is None:
+                    seq = inherit_seq
+                if fseq is None:
+                    fseq = inherit_seq
+            yield ManifestEntry(status, snapshot_id, seq, fseq, data_file)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidMetadataError(f"manifest {path!r} has an invalid entry: {e!r}", location=path) from e

@@ -35,6 +35,7 @@ from icefloe.manifest._model import (
     PartitionFieldSummary,
 )
 from icefloe.manifest._schemas import check_format_version, manifest_entry_struct
+from icefloe.manifest.reader import forget_manifest
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -208,6 +209,7 @@ class ManifestWriter:
         self._closed = False
         self._result: ManifestFile | None = None
 
+        forget_manifest(path)  # a reader may have cached an older file of this name
         self._stream = io.new_output(path).create()
         self._counter = _CountingStream(self._stream)
         try:
@@ -382,6 +384,8 @@ class ManifestWriter:
             self._stream.close()
         except OSError as e:
             raise FileIOError(f"cannot finish manifest {self.path!r}: {e}", location=self.path) from e
+        finally:
+            forget_manifest(self.path)
         self._result = ManifestFile(
             manifest_path=self.path,
             manifest_length=self._counter.written,
