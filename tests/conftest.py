@@ -11,9 +11,7 @@ from hypothesis import HealthCheck, settings
 
 # Where the Iceberg Java reference tables live (scripts/oracle_ref_tables.sh writes them there).
 # Golden tests skip when they are absent, except in CI (ICEFLOE_REQUIRE_ORACLE=1), where that fails.
-os.environ.setdefault(
-    "ICEFLOE_ORACLE_REF", os.path.expanduser("~/.cache/icefloe-oracle/ref-tables")
-)
+os.environ.setdefault("ICEFLOE_ORACLE_REF", os.path.expanduser("~/.cache/icefloe-oracle/ref-tables"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

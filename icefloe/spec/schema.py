@@ -62,10 +62,7 @@ class Schema:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Schema):
             return NotImplemented
-        return (
-            self._struct == other._struct
-            and self.identifier_field_ids == other.identifier_field_ids
-        )
+        return self._struct == other._struct and self.identifier_field_ids == other.identifier_field_ids
 
     def same_columns(self, other: Schema) -> bool:
         """Equal but for the schema id."""
@@ -286,8 +283,9 @@ def assign_fresh_ids(schema: Schema, start: int = 1) -> Schema:
             old_to_new[f.field_id] = new
         return StructType(
             *(
-                NestedField(new, f.name, renumber(f.field_type), f.required, f.doc, f.initial_default,
-                            f.write_default)
+                NestedField(
+                    new, f.name, renumber(f.field_type), f.required, f.doc, f.initial_default, f.write_default
+                )
                 for f, new in zip(st.fields, ids, strict=True)
             )
         )

@@ -114,9 +114,7 @@ class DecimalType(PrimitiveType):
         if not 0 <= self.scale <= self.precision:
             # Iceberg allows scale > precision? No: Java requires scale <= precision is not checked,
             # but negative scales are not allowed and Parquet needs scale <= precision.
-            raise SchemaError(
-                f"decimal scale must be in 0..precision ({self.precision}), got {self.scale}"
-            )
+            raise SchemaError(f"decimal scale must be in 0..precision ({self.precision}), got {self.scale}")
 
     def __str__(self) -> str:
         return f"decimal({self.precision}, {self.scale})"
