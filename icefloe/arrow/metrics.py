@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.errors import ConfigError, SchemaError
+from icefloe.spec.properties import int_property
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -153,10 +154,7 @@ class MetricsConfig:
             default = parse_metrics_mode(default_text)
         else:
             default = DEFAULT_METRICS_MODE
-            try:
-                limit = int(properties.get(MAX_INFERRED_PROP, "100"))
-            except ValueError:
-                raise ConfigError(f"{MAX_INFERRED_PROP} must be an integer") from None
+            limit = int_property(properties, MAX_INFERRED_PROP, 100, minimum=0)
             leaves = parquet_leaf_field_ids(schema)
             if len(leaves) > limit:
                 for fid in leaves[limit:]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid as uuid_mod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeAlias
 
@@ -48,6 +48,7 @@ from icefloe.errors import ConfigError, IcefloeError, ValidationError
 from icefloe.io import FileIO
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.partition import PartitionSpec
+from icefloe.spec.properties import int_property
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 
@@ -86,19 +87,6 @@ class _Options:
     compression_level: int | None
 
 
-def _int_prop(props: Mapping[str, str], key: str, default: int) -> int:
-    text = props.get(key)
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ConfigError(f"table property {key} must be an integer, got {text!r}") from None
-    if value <= 0:
-        raise ConfigError(f"table property {key} must be positive, got {value}")
-    return value
-
-
 def _options(metadata: TableMetadata, target_file_size_bytes: int | None) -> _Options:
     props = metadata.properties
     codec_text = props.get(COMPRESSION_PROP, "zstd").lower()
@@ -108,26 +96,22 @@ def _options(metadata: TableMetadata, target_file_size_bytes: int | None) -> _Op
             f"unsupported Parquet compression codec {codec_text!r}",
             hint=f"use one of {', '.join(sorted(_CODECS))}",
         )
-    level_text = props.get(COMPRESSION_LEVEL_PROP)
     level = None
-    if level_text is not None:
-        try:
-            level = int(level_text)
-        except ValueError:
-            raise ConfigError(f"{COMPRESSION_LEVEL_PROP} must be an integer, got {level_text!r}") from None
+    if COMPRESSION_LEVEL_PROP in props:
+        level = int_property(props, COMPRESSION_LEVEL_PROP, 0)
     data_path = props.get(DATA_PATH_PROP) or f"{metadata.location.rstrip('/')}/data"
     target = (
         target_file_size_bytes
         if target_file_size_bytes is not None
-        else _int_prop(props, TARGET_FILE_SIZE_PROP, DEFAULT_TARGET_FILE_SIZE)
+        else int_property(props, TARGET_FILE_SIZE_PROP, DEFAULT_TARGET_FILE_SIZE, minimum=1)
     )
     if target <= 0:
         raise ValidationError(f"target_file_size_bytes must be positive, got {target}")
     return _Options(
         data_path=data_path.rstrip("/"),
         target_file_size=target,
-        row_group_size=_int_prop(props, ROW_GROUP_SIZE_PROP, DEFAULT_ROW_GROUP_SIZE),
-        page_size=_int_prop(props, PAGE_SIZE_PROP, DEFAULT_PAGE_SIZE),
+        row_group_size=int_property(props, ROW_GROUP_SIZE_PROP, DEFAULT_ROW_GROUP_SIZE, minimum=1),
+        page_size=int_property(props, PAGE_SIZE_PROP, DEFAULT_PAGE_SIZE, minimum=1),
         compression=codec,
         compression_level=level,
     )

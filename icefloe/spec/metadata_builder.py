@@ -28,6 +28,7 @@ from icefloe.errors import (
     ValidationError,
 )
 from icefloe.spec.partition import PartitionField, PartitionSpec
+from icefloe.spec.properties import check_properties, int_property
 from icefloe.spec.schema import Schema, assign_fresh_ids
 from icefloe.spec.snapshot import (
     MAIN_BRANCH,
@@ -466,6 +467,7 @@ class TableMetadataBuilder:
             )
         if not updates:
             return self
+        check_properties(updates)
         self.properties.update({str(k): str(v) for k, v in updates.items()})
         self.updates.append(SetProperties(dict(updates)))
         return self
@@ -531,10 +533,7 @@ class TableMetadataBuilder:
         metadata_log = list(self.metadata_log)
         if self._base is not None and self._current_location is not None:
             metadata_log.append(MetadataLogEntry(self._base.last_updated_ms, self._current_location))
-        try:
-            keep = max(1, int(self.properties.get(PREVIOUS_VERSIONS_MAX, _PREVIOUS_VERSIONS_MAX_DEFAULT)))
-        except ValueError:
-            keep = _PREVIOUS_VERSIONS_MAX_DEFAULT
+        keep = max(1, int_property(self.properties, PREVIOUS_VERSIONS_MAX, _PREVIOUS_VERSIONS_MAX_DEFAULT))
         metadata_log = metadata_log[-keep:]
 
         # History before a removed snapshot is dropped with it (Java does the same).

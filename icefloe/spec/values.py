@@ -14,6 +14,7 @@ import datetime as dt
 import re
 import struct
 import uuid
+from collections.abc import Callable
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import Any
 
@@ -42,6 +43,7 @@ from icefloe.spec.types import (
 )
 
 __all__ = [
+    "bound_decoder",
     "decimal_to_unscaled",
     "from_bytes",
     "from_json_value",
@@ -167,6 +169,25 @@ def from_bytes(t: IcebergType, data: bytes) -> Any:
             raise
         raise ValidationError(f"cannot read {t} from {len(data)} bytes ({data.hex()}): {e}") from None
     raise SchemaError(f"type {t} has no single-value binary serialization")
+
+
+def bound_decoder(t: IcebergType) -> Callable[[IcebergType, bytes], Any]:
+    """:func:`from_bytes` specialised for ``t``, for decoding many bounds of one type: fixed-width
+    integers skip the type dispatch; anything unusual (other widths, other types) goes through
+    :func:`from_bytes` and its typed errors."""
+    if isinstance(t, IntegerType | DateType):
+        unpack, width = _INT32.unpack, 4
+    elif isinstance(t, (LongType, TimeType, *_TIMESTAMP_TYPES)):
+        unpack, width = _INT64.unpack, 8
+    else:
+        return from_bytes
+
+    def decode(_t: IcebergType, data: bytes) -> Any:
+        if len(data) == width:
+            return unpack(data)[0]
+        return from_bytes(t, data)
+
+    return decode
 
 
 # ---------------------------------------------------------------------------------------------

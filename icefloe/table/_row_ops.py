@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from icefloe.errors import ConfigError, FileIOError, SchemaError, ValidationError
+from icefloe.errors import FileIOError, SchemaError, ValidationError
 from icefloe.expressions import (
     AlwaysTrue,
     And,
@@ -39,6 +39,7 @@ from icefloe.expressions import (
 from icefloe.expressions.visitors import referenced_field_ids
 from icefloe.manifest import DataFile
 from icefloe.scan.task import FileScanTask
+from icefloe.spec.properties import choice_property
 from icefloe.spec.types import IntegerType, LongType, StringType
 from icefloe.transaction._file_filter import FileFilter
 
@@ -66,15 +67,13 @@ _POS = "__icefloe_pos"
 
 def write_mode(properties: dict[str, str], command: str) -> str:
     """``write.<command>.mode`` (delete, update, merge): copy-on-write (default) or merge-on-read."""
-    key = f"write.{command}.mode"
-    mode = properties.get(key, COPY_ON_WRITE).strip().lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ConfigError(
-            f"table property {key}={properties[key]!r} is not a write mode",
-            hint="use 'copy-on-write' or 'merge-on-read'",
-            property=key,
-        )
-    return mode
+    return choice_property(
+        properties,
+        f"write.{command}.mode",
+        COPY_ON_WRITE,
+        (COPY_ON_WRITE, MERGE_ON_READ),
+        what="a write mode",
+    )
 
 
 def to_filter(where: str | BooleanExpression, schema: Schema) -> BooleanExpression:

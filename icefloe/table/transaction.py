@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import BooleanExpression
+from icefloe.spec.properties import bool_property
 from icefloe.spec.snapshot import MAIN_BRANCH
 from icefloe.spec.updates import MetadataUpdate, RemoveProperties, SetProperties, apply_updates
 from icefloe.transaction._commit import CommitStats, commit_actions
@@ -144,7 +145,8 @@ class Transaction:
         self._append(list(files), delete_on_failure, snapshot_properties)
 
     def _append(self, files: list[DataFile], owns: bool, props: dict[str, str] | None) -> None:
-        merge = self._props.get(MERGE_ENABLED, "false").strip().lower() == "true"
+        # Fast appends unless the table asks for merging (PyIceberg's default; Java merges).
+        merge = bool_property(self._props, MERGE_ENABLED, False)
         cls = MergeAppend if merge else FastAppend
         self._queue(cls(self._table.io, files, owns_files=owns, snapshot_properties=props))
 

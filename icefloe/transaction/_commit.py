@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from icefloe.errors import CommitFailedError, CommitStateUnknownError, IcefloeError
+from icefloe.spec.properties import int_property
 from icefloe.spec.updates import AssertRefSnapshotId, MetadataUpdate, TableRequirement, apply_updates
 from icefloe.transaction._producer import SnapshotProducer
 
@@ -42,10 +43,7 @@ class RetryPolicy:
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> RetryPolicy:
         def get(key: str, default: int) -> int:
-            try:
-                return int(props.get(key, default))
-            except ValueError:
-                return default
+            return int_property(props, key, default, minimum=0)
 
         return cls(
             num_retries=get("commit.retry.num-retries", 4),

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from icefloe.errors import (
-    ConfigError,
     ConflictError,
     ConflictingDataFilesError,
     ConflictingDeleteFilesError,
@@ -44,6 +43,7 @@ from icefloe.manifest import (
     read_manifest,
     read_manifest_list,
 )
+from icefloe.spec.properties import choice_property
 from icefloe.spec.snapshot import Operation
 from icefloe.transaction._file_filter import FileFilter
 
@@ -73,15 +73,13 @@ _MAX_LISTED = 5
 
 def isolation_level(properties: dict[str, str], command: str) -> str:
     """The isolation level of ``command`` (delete, update or merge) from the table properties."""
-    key = f"write.{command}.isolation-level"
-    level = properties.get(key, SERIALIZABLE).strip().lower()
-    if level not in (SERIALIZABLE, SNAPSHOT):
-        raise ConfigError(
-            f"table property {key}={properties[key]!r} is not an isolation level",
-            hint="use 'serializable' or 'snapshot'",
-            property=key,
-        )
-    return level
+    return choice_property(
+        properties,
+        f"write.{command}.isolation-level",
+        SERIALIZABLE,
+        (SERIALIZABLE, SNAPSHOT),
+        what="an isolation level",
+    )
 
 
 def _listing(paths: Iterable[str]) -> str:

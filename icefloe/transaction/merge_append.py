@@ -21,6 +21,7 @@ from icefloe.manifest import (
     ManifestWriter,
     read_manifest,
 )
+from icefloe.spec.properties import bool_property, int_property
 from icefloe.transaction.fast_append import FastAppend
 
 if TYPE_CHECKING:
@@ -34,13 +35,6 @@ MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
 TARGET_SIZE = "commit.manifest.target-size-bytes"
 
 
-def _int(props: dict[str, str], key: str, default: int) -> int:
-    try:
-        return int(props.get(key, default))
-    except ValueError:
-        return default
-
-
 class MergeAppend(FastAppend):
     _merged: dict[tuple[str, ...], ManifestFile]
     _used: set[str]
@@ -48,13 +42,13 @@ class MergeAppend(FastAppend):
     def manifests(self, base: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
         candidates = super().manifests(base, parent)
         props = dict(base.properties)
-        if props.get(MERGE_ENABLED, "true").strip().lower() != "true":
+        if not bool_property(props, MERGE_ENABLED, True):
             self._used = {m.manifest_path for m in candidates}
             return candidates
         if not hasattr(self, "_merged"):
             self._merged = {}
-        min_count = max(_int(props, MIN_COUNT_TO_MERGE, 100), 1)
-        target = _int(props, TARGET_SIZE, 8 * 1024 * 1024)
+        min_count = max(int_property(props, MIN_COUNT_TO_MERGE, 100), 1)
+        target = int_property(props, TARGET_SIZE, 8 * 1024 * 1024, minimum=1)
         new_paths = {m.manifest_path for m in self._new_manifests or ()}
         groups: dict[int, list[ManifestFile]] = {}
         out: list[ManifestFile] = []

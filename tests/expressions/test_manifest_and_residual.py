@@ -210,11 +210,16 @@ def test_manifest_bounds_decoded_once_across_evaluations(monkeypatch: Any) -> No
 
     calls: list[Any] = []
 
-    def counting(t: Any, b: bytes) -> Any:
-        calls.append(t)
-        return values.from_bytes(t, b)
+    def counting_decoder(t: Any) -> Any:
+        inner = values.bound_decoder(t)
 
-    monkeypatch.setattr(me, "from_bytes", counting)
+        def decode(t: Any, b: bytes) -> Any:
+            calls.append(t)
+            return inner(t, b)
+
+        return decode
+
+    monkeypatch.setattr(me, "bound_decoder", counting_decoder)
     manifest = _manifest([(10, "abc", 1.0, 5), (20, "abd", 2.0, 7)])
     for text in ("id = 15", "id > 5", "id < 100 and id >= 0"):
         assert ManifestEvaluator(SPEC, SCHEMA, parse(text)).eval(manifest)

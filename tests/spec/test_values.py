@@ -37,6 +37,7 @@ from icefloe.spec.types import (
     UUIDType,
 )
 from icefloe.spec.values import (
+    bound_decoder,
     from_bytes,
     from_json_value,
     from_python,
@@ -418,3 +419,20 @@ def test_smallest_ns_timestamp_is_not_a_datetime64() -> None:
 
     with pytest.raises(ValidationError, match="datetime64"):
         to_python(TimestampNsType(), LongType.min)
+
+
+_DECODER_TYPES = [IntegerType(), DateType(), LongType(), TimeType(), TimestampType(), TimestamptzNsType()]
+
+
+@given(data=st.data(), t=st.sampled_from([*_DECODER_TYPES, StringType(), DecimalType(9, 2), DoubleType()]))
+def test_bound_decoder_agrees_with_from_bytes(data: st.DataObject, t: IcebergType) -> None:
+    value = data.draw(values_of(t))
+    raw = to_bytes(t, value)
+    assert repr(bound_decoder(t)(t, raw)) == repr(from_bytes(t, raw))
+
+
+def test_bound_decoder_keeps_promotion_and_typed_errors() -> None:
+    assert bound_decoder(LongType())(LongType(), to_bytes(IntegerType(), -5)) == -5  # int bound of a long
+    for t in _DECODER_TYPES:
+        with pytest.raises(ValidationError):
+            bound_decoder(t)(t, b"\x01\x02\x03")

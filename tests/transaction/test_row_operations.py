@@ -236,11 +236,18 @@ def test_bad_input_raises_a_typed_error_and_changes_nothing(
 
 
 def test_an_unknown_write_mode_is_a_config_error(catalog: InMemoryCatalog, tmp_path: Path) -> None:
+    import dataclasses
+
     from icefloe.errors import ConfigError
 
     t = make(catalog, "copy-on-write", INITIAL)
-    with t.transaction() as tx:
+    # Refused when set through icefloe...
+    with pytest.raises(ConfigError, match="not a write mode"), t.transaction() as tx:
         tx.set_properties(**{"write.delete.mode": "sometimes"})
+    assert t.metadata.properties["write.delete.mode"] == "copy-on-write"
+    # ...and when another engine put it into the metadata, refused by the delete, table unchanged.
+    bad = {**t.metadata.properties, "write.delete.mode": "sometimes"}
+    t.metadata = dataclasses.replace(t.metadata, properties=bad)
     _unchanged(catalog, t, tmp_path / "warehouse", lambda: t.delete("id = 1"), ConfigError)
 
 

@@ -260,9 +260,16 @@ def test_a_conflict_in_a_transaction_commits_none_of_its_actions(catalog: InMemo
 
 
 def test_an_unknown_isolation_level_is_a_config_error(catalog: InMemoryCatalog) -> None:
+    import dataclasses
+
     t = setup(catalog)
-    with t.transaction() as tx:
+    before = dict(t.metadata.properties)
+    with pytest.raises(ConfigError, match="isolation"), t.transaction() as tx:
         tx.set_properties(**{"write.delete.isolation-level": "read-committed"})
+    assert dict(t.metadata.properties) == before
+    # Written by another engine: the delete refuses it and the table stays as it was.
+    bad = {**t.metadata.properties, "write.delete.isolation-level": "read-committed"}
+    t.metadata = dataclasses.replace(t.metadata, properties=bad)
     with pytest.raises(ConfigError, match="isolation"):
         t.delete("id = 1")
     assert ids(t) == [1, 2, 3, 4]

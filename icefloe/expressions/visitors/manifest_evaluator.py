@@ -18,7 +18,7 @@ from icefloe.expressions.visitors.projection import inclusive_projection
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import DoubleType, FloatType
-from icefloe.spec.values import from_bytes
+from icefloe.spec.values import bound_decoder, from_bytes
 
 if TYPE_CHECKING:
     from icefloe.manifest import ManifestFile, PartitionFieldSummary
@@ -95,7 +95,7 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         missing (then nothing is known)."""
         pos = self._positions[ref.field_id]
         field_type = ref.field_type
-        decode = from_bytes
+        decode = bound_decoder(field_type)
 
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):

@@ -1,0 +1,109 @@
+"""Typed reads of table properties (a string-to-string map in the table metadata).
+
+A default applies only when the key is absent. A value that is present but does not parse raises
+:class:`ConfigError` naming the property, as Iceberg Java's property parsing throws: a typo in
+``commit.retry.num-retries`` or ``write.delete.mode`` must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from icefloe.errors import ConfigError
+
+__all__ = ["bool_property", "check_properties", "choice_property", "int_property"]
+
+
+def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
+    """The integer value of ``key`` (``default`` when absent), at least ``minimum`` if given."""
+    text = props.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(
+            f"table property {key}={text!r} is not an integer", hint=f"the default is {default}", property=key
+        ) from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(
+            f"table property {key}={value} is below its minimum {minimum}",
+            hint=f"the default is {default}",
+            property=key,
+        )
+    return value
+
+
+def bool_property(props: Mapping[str, str], key: str, default: bool) -> bool:
+    """``true`` / ``false`` (any case) for ``key``; ``default`` when absent."""
+    text = props.get(key)
+    if text is None:
+        return default
+    word = text.strip().lower()
+    if word not in ("true", "false"):
+        raise ConfigError(
+            f"table property {key}={text!r} is not a boolean", hint="use 'true' or 'false'", property=key
+        )
+    return word == "true"
+
+
+def choice_property(
+    props: Mapping[str, str], key: str, default: str, choices: Sequence[str], *, what: str
+) -> str:
+    """One of ``choices`` (compared in lower case) for ``key``; ``default`` when absent. ``what``
+    names the kind of value in the error ("a write mode")."""
+    text = props.get(key)
+    if text is None:
+        return default
+    value = text.strip().lower()
+    if value not in choices:
+        raise ConfigError(
+            f"table property {key}={text!r} is not {what}",
+            hint="use " + " or ".join(repr(c) for c in choices),
+            property=key,
+        )
+    return value
+
+
+# The Iceberg table properties icefloe reads, by kind, so that a value set through icefloe is
+# checked when it is set (the table keeps its old properties) rather than when it is first used.
+# Other properties (and other engines' values) pass through untouched.
+_INTS: dict[str, int | None] = {  # key -> minimum
+    "commit.retry.num-retries": 0,
+    "commit.retry.min-wait-ms": 0,
+    "commit.retry.max-wait-ms": 0,
+    "commit.retry.total-timeout-ms": 0,
+    "commit.manifest.target-size-bytes": 1,
+    "commit.manifest.min-count-to-merge": None,
+    "write.target-file-size-bytes": 1,
+    "write.parquet.row-group-size-bytes": 1,
+    "write.parquet.page-size-bytes": 1,
+    "write.parquet.compression-level": None,
+    "write.metadata.previous-versions-max": None,
+    "write.metadata.metrics.max-inferred-column-defaults": 0,
+}
+_BOOLS = frozenset({"commit.manifest-merge.enabled"})
+_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    **{
+        f"write.{command}.mode": (("copy-on-write", "merge-on-read"), "a write mode")
+        for command in ("delete", "update", "merge")
+    },
+    **{
+        f"write.{command}.isolation-level": (("serializable", "snapshot"), "an isolation level")
+        for command in ("delete", "update", "merge")
+    },
+}
+
+
+def check_properties(updates: Mapping[str, str]) -> None:
+    """Raise :class:`ConfigError` for the first known property in ``updates`` whose value does not
+    parse as its kind."""
+    for key, value in updates.items():
+        one = {key: value}
+        if key in _INTS:
+            int_property(one, key, 0, minimum=_INTS[key])
+        elif key in _BOOLS:
+            bool_property(one, key, False)
+        elif key in _CHOICES:
+            choices, what = _CHOICES[key]
+            choice_property(one, key, choices[0], choices, what=what)
