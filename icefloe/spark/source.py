@@ -257,7 +257,7 @@ class IcefloeReader(ds.DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from icefloe.arrow.reader import read_task
-        from icefloe.spark._arrow import to_spark_batch
+        from icefloe.arrow.spark_layout import to_spark_batch
 
         assert isinstance(partition, FileGroupPartition)
         if not partition.tasks:
@@ -311,8 +311,8 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         return load_file_io(self.io_properties, metadata.location)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcefloeCommitMessage:
+        from icefloe.arrow.spark_layout import from_spark_batch
         from icefloe.arrow.writer import write_data_files
-        from icefloe.spark._arrow import from_spark_batch
 
         metadata = read_metadata_json(self.metadata_json)
         schema = metadata.schema()
@@ -499,7 +499,7 @@ def check_spark_schema(spark_schema: SparkStructType, schema: Schema) -> None:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from icefloe.arrow.conform import check_arrow_schema
-    from icefloe.spark._arrow import from_spark_batch
+    from icefloe.arrow.spark_layout import from_spark_batch
 
     arrow_schema = to_arrow_schema(spark_schema, timezone="UTC")
     empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in arrow_schema], schema=arrow_schema)

@@ -26,21 +26,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from icefloe.arrow.row_match import Matcher
 from icefloe.errors import FileIOError, SchemaError, ValidationError
 from icefloe.expressions import (
     AlwaysTrue,
-    And,
     BooleanExpression,
-    GreaterThanOrEqual,
-    LessThanOrEqual,
     bind,
     parse,
 )
-from icefloe.expressions.visitors import referenced_field_ids
 from icefloe.manifest import DataFile
 from icefloe.scan.task import FileScanTask
 from icefloe.spec.properties import choice_property
-from icefloe.spec.types import IntegerType, LongType, StringType
 from icefloe.transaction._file_filter import FileFilter
 
 if TYPE_CHECKING:
@@ -52,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COPY_ON_WRITE",
     "MERGE_ON_READ",
-    "FilterMatcher",
-    "KeyMatcher",
     "RowChanges",
     "remove_rows",
     "to_filter",
@@ -62,7 +56,6 @@ __all__ = [
 
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
-_POS = "__icefloe_pos"
 
 
 def write_mode(properties: dict[str, str], command: str) -> str:
@@ -89,65 +82,6 @@ def to_filter(where: str | BooleanExpression, schema: Schema) -> BooleanExpressi
         )
     bind(schema, expr)
     return expr
-
-
-class FilterMatcher:
-    """Rows matching a row filter (NULL results do not match)."""
-
-    def __init__(self, schema: Schema, row_filter: BooleanExpression) -> None:
-        from icefloe.arrow.expression import to_arrow_expression
-
-        bound = bind(schema, row_filter)
-        self.field_ids = referenced_field_ids(bound)
-        self.read_schema = schema.select_ids(self.field_ids)
-        self._expr = to_arrow_expression(row_filter, self.read_schema)
-
-    def matches(self, batch: pa.RecordBatch) -> np.ndarray:
-        t = pa.Table.from_batches([batch]).append_column(_POS, pa.array(np.arange(batch.num_rows)))
-        hits: np.ndarray = t.filter(self._expr).column(_POS).to_numpy()
-        mask: np.ndarray = np.zeros(batch.num_rows, dtype=bool)
-        mask[hits] = True
-        return mask
-
-
-class KeyMatcher:
-    """Rows whose key columns equal those of one of a set of keys (NULL keys never match)."""
-
-    def __init__(self, schema: Schema, key_columns: list[str], keys: pa.Table) -> None:
-        self.key_columns = key_columns
-        self.field_ids = {schema.find_field(c).field_id for c in key_columns}
-        self.read_schema = schema.select_ids(self.field_ids)
-        self._keys = keys.select(key_columns).group_by(key_columns).aggregate([])
-
-    def matches(self, batch: pa.RecordBatch) -> np.ndarray:
-        t = pa.Table.from_batches([batch]).select(self.key_columns)
-        t = t.append_column(_POS, pa.array(np.arange(batch.num_rows)))
-        hits: np.ndarray = (
-            t.join(self._keys, keys=self.key_columns, join_type="inner").column(_POS).to_numpy()
-        )
-        mask: np.ndarray = np.zeros(batch.num_rows, dtype=bool)
-        mask[hits] = True
-        return mask
-
-    def prefilter(self, schema: Schema) -> BooleanExpression:
-        """A range filter on the key columns, for pruning files by metadata and for conflicts."""
-        import pyarrow.compute as pc
-
-        expr: BooleanExpression = AlwaysTrue()
-        for c in self.key_columns:
-            t = schema.find_field(c).field_type
-            if not isinstance(t, IntegerType | LongType | StringType):
-                continue
-            mm = pc.min_max(self._keys.column(c))
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if lo is None:
-                continue
-            rng = And(GreaterThanOrEqual(c, lo), LessThanOrEqual(c, hi))
-            expr = rng if isinstance(expr, AlwaysTrue) else And(expr, rng)
-        return expr
-
-
-Matcher = FilterMatcher | KeyMatcher
 
 
 @dataclass

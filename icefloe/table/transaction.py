@@ -161,7 +161,8 @@ class Transaction:
     ) -> None:
         """Remove the rows matching ``delete_filter`` (wholly matching files by metadata, partially
         matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot."""
-        from icefloe.table._row_ops import COPY_ON_WRITE, FilterMatcher, remove_rows, to_filter
+        from icefloe.arrow.row_match import FilterMatcher
+        from icefloe.table._row_ops import COPY_ON_WRITE, remove_rows, to_filter
 
         self._check_writable()
         added = list(files)
@@ -247,7 +248,8 @@ class Transaction:
         """Delete the rows matching ``where`` (``write.delete.mode``: copy-on-write rewrites the
         files holding them, merge-on-read writes position delete files). Returns the number of
         rows deleted (rows already deleted by earlier delete files may be counted again)."""
-        from icefloe.table._row_ops import MERGE_ON_READ, FilterMatcher, remove_rows, to_filter, write_mode
+        from icefloe.arrow.row_match import FilterMatcher
+        from icefloe.table._row_ops import MERGE_ON_READ, remove_rows, to_filter, write_mode
 
         self._check_writable()
         schema = self._working.schema()
@@ -314,9 +316,9 @@ class Transaction:
         import pyarrow as pa
 
         from icefloe.arrow.conform import check_arrow_schema, conform_batch
+        from icefloe.arrow.row_match import KeyMatcher
         from icefloe.table._row_ops import (
             MERGE_ON_READ,
-            KeyMatcher,
             check_key_columns,
             remove_rows,
             write_mode,

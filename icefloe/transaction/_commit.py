@@ -76,7 +76,11 @@ def commit_actions(
 ) -> tuple[TableMetadata, str]:
     """Commit ``actions`` (applied in order) as one atomic change, retrying on conflicts."""
     stats = stats if stats is not None else CommitStats()
-    policy = RetryPolicy.from_properties(dict(base.properties))
+    try:
+        policy = RetryPolicy.from_properties(dict(base.properties))
+    except IcefloeError:
+        _cleanup(actions, committed=False)  # a bad commit.retry.* value: nothing may stay behind
+        raise
     started = time.monotonic()
     current = base
     while True:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.spark._arrow import to_spark_batch
+from icefloe.arrow.spark_layout import to_spark_batch
 from icefloe.spark.types import to_spark_schema
 
 U1, U2 = uuid.UUID(int=1), uuid.uuid4()

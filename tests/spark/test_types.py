@@ -10,8 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as hs
 from pyspark.sql import types as st
 
+from icefloe.arrow.spark_layout import (
+    from_spark_batch,
+    to_spark_batch,
+    uuid_bytes_to_text,
+    uuid_text_to_bytes,
+)
 from icefloe.errors import SchemaError, SchemaMismatchError
-from icefloe.spark._arrow import from_spark_batch, to_spark_batch, uuid_bytes_to_text, uuid_text_to_bytes
 from icefloe.spark.types import FIELD_ID_KEY, to_iceberg_schema, to_spark_schema
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (

@@ -93,3 +93,18 @@ def test_a_bad_value_set_by_another_engine_fails_the_write_before_any_file(
         write_data_files(t.io, metadata, pa.table({"id": [3]}))
     assert len(list((tmp_path / "wh").rglob("*.parquet"))) == 1  # only the first append's file
     cat.close()
+
+
+def test_a_bad_retry_value_from_another_engine_fails_the_commit_and_cleans_up(tmp_path: Path) -> None:
+    import dataclasses
+
+    cat, t = _table(tmp_path)
+    before = t.metadata_location
+    bad = {**t.metadata.properties, "commit.retry.num-retries": "many"}
+    t.metadata = dataclasses.replace(t.metadata, properties=bad)
+    with pytest.raises(ConfigError, match=r"commit\.retry\.num-retries"):
+        t.append(pa.table({"id": [3]}))
+    assert cat.load_table("n.t").metadata_location == before
+    assert len(list((tmp_path / "wh").rglob("*.parquet"))) == 1  # the new data file was removed
+    assert len(list((tmp_path / "wh").rglob("*.avro"))) == 2  # the first commit's manifest + list
+    cat.close()

@@ -3,6 +3,9 @@
 Most types need only a cast (nullability, field names, unit widening). Three need real work, all
 vectorized with numpy: uuid (16 bytes <-> 36-character text), fixed (binary <-> fixed-size binary,
 checking the length) and time/timestamp units.
+
+It lives here, not in ``icefloe.spark``, because it is Arrow compute work (and needs no pyspark):
+``icefloe.spark`` calls it on both sides of Spark's Python data source.
 """
 
 from __future__ import annotations
