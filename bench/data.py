@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 __all__ = [
     "DATA_DIR",
     "catalog_properties",
+    "clear_icefloe_caches",
     "lineitem",
     "lineitem_path",
     "lineitem_table",
@@ -105,3 +106,13 @@ def lineitem_table(data_dir: Path, scale: float) -> Any:
         done.write_text("ok\n")
     cat = icefloe.load_catalog("bench_data", **catalog_properties(root))
     return cat.load_table("b.lineitem")
+
+
+def clear_icefloe_caches() -> None:
+    """Empty icefloe's process-wide caches of decoded manifest lists and manifests: the next plan
+    or scan is the first of its snapshot in this process (the "cold" contenders)."""
+    from icefloe.manifest.manifest_list import clear_manifest_list_cache
+    from icefloe.manifest.reader import clear_manifest_cache
+
+    clear_manifest_list_cache()
+    clear_manifest_cache()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
-from bench.data import catalog_properties
+from bench.data import catalog_properties, clear_icefloe_caches
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -124,8 +124,6 @@ def run(ctx: Context) -> list[CaseResult]:
     from pyiceberg.table import StaticTable
 
     import icefloe
-    from icefloe.manifest.manifest_list import clear_manifest_list_cache
-    from icefloe.manifest.reader import clear_manifest_cache
     from icefloe.table import Table
     from icefloe.testing import CountingFileIO
 
@@ -188,11 +186,7 @@ def run(ctx: Context) -> list[CaseResult]:
                 Contender("icefloe", ice_plan),
                 # The first plan of a snapshot in a process: icefloe's caches of decoded manifest
                 # lists and manifests are empty.
-                Contender(
-                    "icefloe-cold",
-                    ice_plan,
-                    setup=lambda: (clear_manifest_list_cache(), clear_manifest_cache()),
-                ),
+                Contender("icefloe-cold", ice_plan, setup=clear_icefloe_caches),
                 Contender("pyiceberg", py_plan),
             ],
             [

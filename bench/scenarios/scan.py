@@ -14,7 +14,7 @@ import datetime as dt
 from typing import Any
 
 from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
-from bench.data import lineitem_table
+from bench.data import clear_icefloe_caches, lineitem_table
 
 __all__ = ["run"]
 
@@ -24,12 +24,15 @@ COLUMNS = ("l_orderkey", "l_extendedprice", "l_discount")
 LO, HI = dt.date(1995, 1, 1), dt.date(1995, 2, 1)
 
 
-def _clear_caches() -> None:
-    from icefloe.manifest.manifest_list import clear_manifest_list_cache
-    from icefloe.manifest.reader import clear_manifest_cache
-
-    clear_manifest_list_cache()
-    clear_manifest_cache()
+def _ratios(what: str) -> list[Ratio]:
+    """The targets, for icefloe warm and with its caches cleared."""
+    out = []
+    for subject, note in (("icefloe", ""), ("icefloe-cold", ", caches cleared")):
+        out.append(
+            Ratio(f"{what}{note}: speed vs pyarrow.dataset", subject, "pyarrow_dataset", "speed", ">=", 0.9)
+        )
+        out.append(Ratio(f"{what}{note}: speed vs PyIceberg", subject, "pyiceberg", "speed", ">=", 1.5))
+    return out
 
 
 def run(ctx: Context) -> list[CaseResult]:
@@ -54,30 +57,11 @@ def run(ctx: Context) -> list[CaseResult]:
         f"full scan to Arrow, {len(paths)} data files",
         [
             Contender("icefloe", lambda: rows(table.scan().to_arrow())),
-            Contender("icefloe-cold", lambda: rows(table.scan().to_arrow()), setup=_clear_caches),
+            Contender("icefloe-cold", lambda: rows(table.scan().to_arrow()), setup=clear_icefloe_caches),
             Contender("pyarrow_dataset", lambda: rows(ds.dataset(paths, format="parquet").to_table())),
             Contender("pyiceberg", lambda: rows(py_table.scan().to_arrow())),
         ],
-        [
-            Ratio("full scan: speed vs pyarrow.dataset", "icefloe", "pyarrow_dataset", "speed", ">=", 0.9),
-            Ratio("full scan: speed vs PyIceberg", "icefloe", "pyiceberg", "speed", ">=", 1.5),
-            Ratio(
-                "full scan, caches cleared: speed vs pyarrow.dataset",
-                "icefloe-cold",
-                "pyarrow_dataset",
-                "speed",
-                ">=",
-                0.9,
-            ),
-            Ratio(
-                "full scan, caches cleared: speed vs PyIceberg",
-                "icefloe-cold",
-                "pyiceberg",
-                "speed",
-                ">=",
-                1.5,
-            ),
-        ],
+        _ratios("full scan"),
         evaluate=same_rows,
     )
     filtered = Case(
@@ -92,7 +76,7 @@ def run(ctx: Context) -> list[CaseResult]:
             Contender(
                 "icefloe-cold",
                 lambda: rows(table.scan(row_filter=FILTER, selected_fields=COLUMNS).to_arrow()),
-                setup=_clear_caches,
+                setup=clear_icefloe_caches,
             ),
             Contender(
                 "pyarrow_dataset",
@@ -105,28 +89,7 @@ def run(ctx: Context) -> list[CaseResult]:
                 lambda: rows(py_table.scan(row_filter=FILTER, selected_fields=COLUMNS).to_arrow()),
             ),
         ],
-        [
-            Ratio(
-                "filtered scan: speed vs pyarrow.dataset", "icefloe", "pyarrow_dataset", "speed", ">=", 0.9
-            ),
-            Ratio("filtered scan: speed vs PyIceberg", "icefloe", "pyiceberg", "speed", ">=", 1.5),
-            Ratio(
-                "filtered scan, caches cleared: speed vs pyarrow.dataset",
-                "icefloe-cold",
-                "pyarrow_dataset",
-                "speed",
-                ">=",
-                0.9,
-            ),
-            Ratio(
-                "filtered scan, caches cleared: speed vs PyIceberg",
-                "icefloe-cold",
-                "pyiceberg",
-                "speed",
-                ">=",
-                1.5,
-            ),
-        ],
+        _ratios("filtered scan"),
         evaluate=same_rows,
     )
     return [run_case(ctx, full), run_case(ctx, filtered)]
