@@ -60,6 +60,10 @@ class Transaction:
         self._done = False
         self.stats = CommitStats()
         self._working: TableMetadata = table.metadata
+        # The metadata each queued action was staged on: a first commit attempt on an unchanged
+        # table reuses those applications (and the manifest lists they wrote).
+        self._staged: list[TableMetadata] = []
+        self._origin = table.metadata
         ref = table.metadata.refs.get(MAIN_BRANCH)
         self._starting_snapshot_id: int | None = ref.snapshot_id if ref is not None else None
 
@@ -99,6 +103,7 @@ class Transaction:
         except BaseException:
             action.cleanup(committed=False)
             raise
+        self._staged.append(self._working)
         self._working = apply_updates(self._working, changes.updates, None)
         self._actions.append(action)
 
@@ -495,6 +500,8 @@ class Transaction:
             self._actions,
             extra_updates=self._updates,
             stats=self.stats,
+            # Only valid while the handle still holds the metadata the transaction started from.
+            staged=self._staged if self._table.metadata is self._origin else (),
         )
         self._table.metadata = metadata
         self._table.metadata_location = location

@@ -73,8 +73,14 @@ def commit_actions(
     extra_updates: Sequence[MetadataUpdate] = (),
     extra_requirements: Sequence[TableRequirement] = (),
     stats: CommitStats | None = None,
+    staged: Sequence[TableMetadata] = (),
 ) -> tuple[TableMetadata, str]:
-    """Commit ``actions`` (applied in order) as one atomic change, retrying on conflicts."""
+    """Commit ``actions`` (applied in order) as one atomic change, retrying on conflicts.
+
+    ``staged[i]``, when given, is the metadata action ``i`` was already applied to while the
+    transaction was built (``staged[0]`` is ``base``): as long as the table has not moved, each
+    action is applied to that same object again, which returns its earlier result instead of
+    writing another manifest list."""
     stats = stats if stats is not None else CommitStats()
     try:
         policy = RetryPolicy.from_properties(dict(base.properties))
@@ -89,7 +95,10 @@ def commit_actions(
             updates: list[MetadataUpdate] = list(extra_updates)
             requirements: list[TableRequirement] = list(extra_requirements)
             working = current
-            for action in actions:
+            reuse = current is base and len(staged) == len(actions)
+            for i, action in enumerate(actions):
+                if reuse:
+                    working = staged[i]
                 changes = action.apply(working)
                 # Later actions in the transaction see the earlier ones' effects.
                 working = apply_updates(working, changes.updates, None)

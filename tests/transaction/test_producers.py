@@ -360,3 +360,38 @@ def test_a_retry_on_a_changed_base_reuses_rewrites_and_carries_the_new_files(
     snap = t.current_snapshot()
     assert snap is not None and snap.sequence_number == 4  # after the concurrent append's 3
     assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 9]
+
+
+def test_a_multi_action_transaction_writes_one_manifest_list_per_action(
+    catalog: InMemoryCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefloe.transaction import _producer
+
+    t = make_table(catalog)
+    written: list[str] = []
+    real = _producer.write_manifest_list
+
+    def counting(io: object, path: str, *args: object, **kwargs: object) -> object:
+        written.append(path)
+        return real(io, path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_producer, "write_manifest_list", counting)
+    tx = t.transaction()
+    tx.append(rows([5], "a"))
+    tx.set_properties(note="between the actions")
+    tx.append(rows([6], "c"))
+    tx.delete("id = 1")
+    snapshots = tx.commit()
+    assert len(snapshots) == 3 and len(written) == 3  # staged once, committed as staged
+    assert [s.manifest_list for s in snapshots] == written
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 5, 6]
+    assert t.metadata.properties["note"] == "between the actions"
+    # The table moved before the commit: the actions are applied again on the new base.
+    written.clear()
+    tx = t.transaction()
+    tx.append(rows([7], "a"))
+    tx.append(rows([8], "b"))
+    catalog.load_table("db.t").append(rows([9], "d"))
+    tx.commit()
+    assert len(written) == 5  # 2 staged, 1 by the other writer, 2 for the retry on the new base
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 5, 6, 7, 8, 9]
