@@ -154,7 +154,7 @@ class MetricsConfig:
             default = parse_metrics_mode(default_text)
         else:
             default = DEFAULT_METRICS_MODE
-            limit = int_property(properties, MAX_INFERRED_PROP, 100, minimum=0)
+            limit = int_property(properties, MAX_INFERRED_PROP, 100)
             leaves = parquet_leaf_field_ids(schema)
             if len(leaves) > limit:
                 for fid in leaves[limit:]:

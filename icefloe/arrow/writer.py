@@ -103,15 +103,15 @@ def _options(metadata: TableMetadata, target_file_size_bytes: int | None) -> _Op
     target = (
         target_file_size_bytes
         if target_file_size_bytes is not None
-        else int_property(props, TARGET_FILE_SIZE_PROP, DEFAULT_TARGET_FILE_SIZE, minimum=1)
+        else int_property(props, TARGET_FILE_SIZE_PROP, DEFAULT_TARGET_FILE_SIZE)
     )
     if target <= 0:
         raise ValidationError(f"target_file_size_bytes must be positive, got {target}")
     return _Options(
         data_path=data_path.rstrip("/"),
         target_file_size=target,
-        row_group_size=int_property(props, ROW_GROUP_SIZE_PROP, DEFAULT_ROW_GROUP_SIZE, minimum=1),
-        page_size=int_property(props, PAGE_SIZE_PROP, DEFAULT_PAGE_SIZE, minimum=1),
+        row_group_size=int_property(props, ROW_GROUP_SIZE_PROP, DEFAULT_ROW_GROUP_SIZE),
+        page_size=int_property(props, PAGE_SIZE_PROP, DEFAULT_PAGE_SIZE),
         compression=codec,
         compression_level=level,
     )

@@ -11,11 +11,32 @@ from collections.abc import Mapping, Sequence
 
 from icefloe.errors import ConfigError
 
-__all__ = ["bool_property", "check_properties", "choice_property", "int_property"]
+__all__ = [
+    "COPY_ON_WRITE",
+    "ISOLATION_LEVELS",
+    "MERGE_ON_READ",
+    "SERIALIZABLE",
+    "SNAPSHOT",
+    "WRITE_MODES",
+    "bool_property",
+    "check_properties",
+    "choice_property",
+    "int_property",
+]
+
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+WRITE_MODES = (COPY_ON_WRITE, MERGE_ON_READ)
+SERIALIZABLE = "serializable"
+SNAPSHOT = "snapshot"
+ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
 
 
 def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
-    """The integer value of ``key`` (``default`` when absent), at least ``minimum`` if given."""
+    """The integer value of ``key`` (``default`` when absent), at least ``minimum``: by default the
+    minimum registered for a known property below, so reading and setting check alike."""
+    if minimum is None:
+        minimum = _INTS.get(key)
     text = props.get(key)
     if text is None:
         return default
@@ -84,12 +105,9 @@ _INTS: dict[str, int | None] = {  # key -> minimum
 }
 _BOOLS = frozenset({"commit.manifest-merge.enabled"})
 _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    **{f"write.{command}.mode": (WRITE_MODES, "a write mode") for command in ("delete", "update", "merge")},
     **{
-        f"write.{command}.mode": (("copy-on-write", "merge-on-read"), "a write mode")
-        for command in ("delete", "update", "merge")
-    },
-    **{
-        f"write.{command}.isolation-level": (("serializable", "snapshot"), "an isolation level")
+        f"write.{command}.isolation-level": (ISOLATION_LEVELS, "an isolation level")
         for command in ("delete", "update", "merge")
     },
 }
@@ -101,7 +119,7 @@ def check_properties(updates: Mapping[str, str]) -> None:
     for key, value in updates.items():
         one = {key: value}
         if key in _INTS:
-            int_property(one, key, 0, minimum=_INTS[key])
+            int_property(one, key, 0)
         elif key in _BOOLS:
             bool_property(one, key, False)
         elif key in _CHOICES:

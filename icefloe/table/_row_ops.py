@@ -36,7 +36,7 @@ from icefloe.expressions import (
 )
 from icefloe.manifest import DataFile
 from icefloe.scan.task import FileScanTask
-from icefloe.spec.properties import choice_property
+from icefloe.spec.properties import COPY_ON_WRITE, MERGE_ON_READ, WRITE_MODES, choice_property
 from icefloe.transaction._file_filter import FileFilter
 
 if TYPE_CHECKING:
@@ -54,9 +54,6 @@ __all__ = [
     "write_mode",
 ]
 
-COPY_ON_WRITE = "copy-on-write"
-MERGE_ON_READ = "merge-on-read"
-
 
 def write_mode(properties: dict[str, str], command: str) -> str:
     """``write.<command>.mode`` (delete, update, merge): copy-on-write (default) or merge-on-read."""
@@ -64,7 +61,7 @@ def write_mode(properties: dict[str, str], command: str) -> str:
         properties,
         f"write.{command}.mode",
         COPY_ON_WRITE,
-        (COPY_ON_WRITE, MERGE_ON_READ),
+        WRITE_MODES,
         what="a write mode",
     )
 

@@ -43,7 +43,7 @@ class RetryPolicy:
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> RetryPolicy:
         def get(key: str, default: int) -> int:
-            return int_property(props, key, default, minimum=0)
+            return int_property(props, key, default)
 
         return cls(
             num_retries=get("commit.retry.num-retries", 4),

@@ -43,7 +43,7 @@ from icefloe.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from icefloe.spec.properties import choice_property
+from icefloe.spec.properties import ISOLATION_LEVELS, SERIALIZABLE, SNAPSHOT, choice_property
 from icefloe.spec.snapshot import Operation
 from icefloe.transaction._file_filter import FileFilter
 
@@ -65,8 +65,6 @@ __all__ = [
     "validate_no_new_deletes_for_data_files",
 ]
 
-SERIALIZABLE = "serializable"
-SNAPSHOT = "snapshot"
 
 _MAX_LISTED = 5
 
@@ -77,7 +75,7 @@ def isolation_level(properties: dict[str, str], command: str) -> str:
         properties,
         f"write.{command}.isolation-level",
         SERIALIZABLE,
-        (SERIALIZABLE, SNAPSHOT),
+        ISOLATION_LEVELS,
         what="an isolation level",
     )
 

@@ -48,7 +48,7 @@ class MergeAppend(FastAppend):
         if not hasattr(self, "_merged"):
             self._merged = {}
         min_count = max(int_property(props, MIN_COUNT_TO_MERGE, 100), 1)
-        target = int_property(props, TARGET_SIZE, 8 * 1024 * 1024, minimum=1)
+        target = int_property(props, TARGET_SIZE, 8 * 1024 * 1024)
         new_paths = {m.manifest_path for m in self._new_manifests or ()}
         groups: dict[int, list[ManifestFile]] = {}
         out: list[ManifestFile] = []
