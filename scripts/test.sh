@@ -10,6 +10,7 @@ if [ "${ICEFLOE_SKIP_ORACLE:-0}" != 1 ]; then
     export ICEFLOE_ORACLE_DIR="$oracle_dir"
     export ICEFLOE_ORACLE_REF="${ICEFLOE_ORACLE_REF:-$HOME/.cache/icefloe-oracle/ref-tables}"
     scripts/oracle_ref_tables.sh "$ICEFLOE_ORACLE_REF"
+    scripts/rest_engines_setup.sh
   fi
 fi
 exec .venv/bin/python -m pytest "$@"

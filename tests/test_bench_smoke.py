@@ -4,6 +4,7 @@ timing asserts (benchmarks are never timed inside the test suite)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,32 @@ def test_bench_entry_point_runs_planning_and_commit(tmp_path: Path) -> None:
     assert "MET" in proc.stdout or "MISSED" in proc.stdout
     if "--no-chart" not in args:
         assert list((tmp_path / "out").glob("*.png"))
+
+
+@pytest.mark.postgres
+def test_bench_catalogs_scenario_runs(tmp_path: Path) -> None:
+    """The per-catalog commit latency scenario (it starts its own PostgreSQL) runs end to end."""
+    pytest.importorskip("pyiceberg")
+    pytest.importorskip("psycopg")
+    from icefloe.testing.postgres import find_postgres_bin
+
+    try:
+        find_postgres_bin()
+    except Exception as e:
+        if os.environ.get("CI", "") not in ("", "0"):
+            raise
+        pytest.skip(str(e))
+    args = [sys.executable, "-m", "bench", "catalogs", "--repeat", "1", "--warmup", "0", "--no-chart"]
+    args += ["--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result_file,) = (tmp_path / "out").glob("*.json")
+    (case,) = json.loads(result_file.read_text())["results"]
+    assert case["skipped"] is None, case["skipped"]
+    assert set(case["median_s"]) == {
+        "icefloe-sqlite",
+        "pyiceberg-sqlite",
+        "icefloe-postgres",
+        "pyiceberg-postgres",
+    }
+    assert all(c["met"] for c in case["checks"]), case["checks"]

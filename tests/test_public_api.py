@@ -28,6 +28,7 @@ def test_public_names_are_exported() -> None:
         "testing",
         "cli",
         "spark",
+        "rest",
     }
     assert public - modules - set(icefloe.__all__) == set()
 

@@ -28,9 +28,24 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
     ),
     "append": ("bench.scenarios.write", "run_append", "Arrow append of lineitem vs pq.write_table"),
     "commit": ("bench.scenarios.write", "run_commit", "small-append latency on SQLite vs PyIceberg"),
+    "catalogs": (
+        "bench.scenarios.catalogs",
+        "run",
+        "small-append latency per catalog (SQLite, PostgreSQL) vs PyIceberg on the same catalog",
+    ),
     "deletes": ("bench.scenarios.deletes", "run", "merge-on-read vs copy-on-write delete of 1%, and reads"),
     "concurrent": ("bench.scenarios.concurrent", "run", "8 writer processes appending to one table"),
     "spark": ("bench.scenarios.spark", "run", "Spark write/scan vs raw Parquet and Iceberg Java"),
+    "rest-commit": (
+        "bench.scenarios.rest",
+        "run_commit",
+        "small-append latency through icefloe's REST server vs PyIceberg's RestCatalog",
+    ),
+    "rest-concurrent": (
+        "bench.scenarios.rest",
+        "run_throughput",
+        "REST server throughput: 8 committer processes appending to one table",
+    ),
 }
 
 

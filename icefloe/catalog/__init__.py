@@ -13,6 +13,7 @@ from icefloe.catalog._base import (
     Namespace,
     NamespaceLike,
     PropertiesUpdateSummary,
+    TableCommit,
     to_identifier,
     to_namespace,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "Namespace",
     "NamespaceLike",
     "PropertiesUpdateSummary",
+    "TableCommit",
     "catalog_properties",
     "load_catalog",
     "to_identifier",

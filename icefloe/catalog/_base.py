@@ -33,12 +33,14 @@ from icefloe.catalog._files import (
 )
 from icefloe.errors import (
     CommitFailedError,
+    CommitStateUnknownError,
     ConfigError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
     PartitionSpecError,
     TableAlreadyExistsError,
+    UnsupportedFeatureError,
     ValidationError,
 )
 from icefloe.io import FileIO, load_file_io
@@ -60,6 +62,7 @@ __all__ = [
     "Namespace",
     "NamespaceLike",
     "PropertiesUpdateSummary",
+    "TableCommit",
     "to_identifier",
     "to_namespace",
 ]
@@ -81,6 +84,16 @@ class PropertiesUpdateSummary:
     removed: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    """One table's share of a multi-table commit (`Catalog.commit_tables`): what must still hold
+    and what to change, as in `Catalog.commit_table`."""
+
+    identifier: Identifier
+    requirements: Sequence[TableRequirement] = ()
+    updates: Sequence[MetadataUpdate] = ()
 
 
 def to_namespace(namespace: NamespaceLike) -> Namespace:
@@ -210,6 +223,14 @@ class Catalog(ABC):
     @abstractmethod
     def _rename_pointer(self, source: Identifier, target: Identifier) -> None: ...
 
+    def _swap_pointers(self, swaps: Sequence[tuple[Identifier, str, str]]) -> None:
+        """Replace the pointers of several tables in one atomic step (``(identifier, expected,
+        new)`` each): all or none. Catalogs that cannot do this leave it unimplemented."""
+        raise UnsupportedFeatureError(
+            f"catalog {self.name!r} ({type(self).__name__}) cannot commit several tables atomically",
+            hint="commit each table on its own, or use a SQL, in-memory or REST catalog",
+        )
+
     # ------------------------------------------------------------------ helpers
     def _io(self, location: str) -> FileIO:
         scheme = location.split("://", 1)[0] if "://" in location else "file"
@@ -338,11 +359,42 @@ class Catalog(ABC):
             raise
         return self._table(ident, metadata, metadata_location)
 
-    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
-        """Add an existing table (for example one written by another catalog) by its metadata file."""
+    def stage_create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> TableMetadata:
+        """The metadata `create_table` would write, without writing it or adding the table (the
+        start of a create transaction: commit it with an `AssertCreate` requirement)."""
         ident = to_identifier(identifier)
         self._require_namespace(ident[:-1])
         if self._load_pointer(ident) is not None:
+            raise TableAlreadyExistsError(
+                f"table {_dotted(ident)!r} already exists in catalog {self.name!r}",
+                hint="load it with load_table, or drop it first",
+                identifier=ident,
+            )
+        table_location = (location or self._default_location(ident)).rstrip("/")
+        return _new_table_metadata(schema, partition_by, sort_order, table_location, properties)
+
+    def register_table(
+        self, identifier: IdentifierLike, metadata_location: str, overwrite: bool = False
+    ) -> Table:
+        """Add an existing table (for example one written by another catalog) by its metadata file.
+        With ``overwrite`` an existing table of that name is pointed at ``metadata_location``
+        instead (its files are left alone)."""
+        ident = to_identifier(identifier)
+        self._require_namespace(ident[:-1])
+        current = self._load_pointer(ident)
+        if current is not None and overwrite:
+            metadata = self._read(metadata_location)
+            self._swap_pointer(ident, current, metadata_location)
+            return self._table(ident, metadata, metadata_location)
+        if current is not None:
             raise TableAlreadyExistsError(
                 f"table {_dotted(ident)!r} already exists in catalog {self.name!r}",
                 hint="register it under another name, or drop the existing table first",
@@ -450,6 +502,65 @@ class Catalog(ABC):
                 identifier=ident,
             ) from e
         return metadata, location
+
+    def commit_tables(self, commits: Sequence[TableCommit]) -> list[tuple[TableMetadata, str]]:
+        """Commit changes to several tables atomically: either every table moves or none does.
+
+        Each `TableCommit` is checked and applied as in `commit_table`; the new metadata files
+        are written first and the pointers are swapped in one step. Raises `CommitFailedError`
+        (retryable, nothing changed) when a requirement fails or another writer moved one of the
+        tables, and `UnsupportedFeatureError` when the catalog has no multi-table atomic step.
+        """
+        from icefloe.spec.updates import AssertCreate, apply_updates
+
+        commits = list(commits)
+        if not commits:
+            return []
+        idents = [to_identifier(c.identifier) for c in commits]
+        if len(set(idents)) != len(idents):
+            raise ValidationError(
+                "a multi-table commit names the same table twice",
+                hint="merge the changes of one table into a single TableCommit",
+            )
+        if len(commits) == 1:
+            c = commits[0]
+            return [self.commit_table(idents[0], c.requirements, c.updates)]
+        if any(isinstance(r, AssertCreate) for c in commits for r in c.requirements):
+            raise UnsupportedFeatureError(
+                "a multi-table commit cannot create tables",
+                hint="create the tables first, then commit the changes to all of them",
+            )
+        staged: list[tuple[Identifier, str, str, TableMetadata]] = []
+        written: list[tuple[FileIO, str]] = []
+        try:
+            for ident, c in zip(idents, commits, strict=True):
+                current_location = self._load_pointer(ident)
+                if current_location is None:
+                    raise self._no_such_table(ident)
+                base = self._read(current_location)
+                for requirement in c.requirements:
+                    requirement.validate(base)
+                if not c.updates:
+                    staged.append((ident, current_location, current_location, base))
+                    continue
+                new_metadata = apply_updates(base, list(c.updates), current_location)
+                new_location = metadata_file_location(
+                    new_metadata, parse_metadata_version(current_location) + 1
+                )
+                io = self._io(new_location)
+                write_metadata_file(io, new_location, new_metadata)
+                written.append((io, new_location))
+                staged.append((ident, current_location, new_location, new_metadata))
+            swaps = [(ident, old, new) for ident, old, new, _ in staged if old != new]
+            if swaps:
+                self._swap_pointers(swaps)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            for io, location in written:
+                delete_files(io, [location])
+            raise
+        return [(metadata, new) for _, _, new, metadata in staged]
 
 
 def _new_table_metadata(

@@ -154,7 +154,8 @@ def _catalog_type(name: str, props: Mapping[str, str]) -> str:
 
 def load_catalog(name: str | None = None, **properties: str) -> Catalog:
     """Open the catalog called ``name`` (``"default"`` when omitted) from the merged
-    configuration; its type comes from ``type`` (``sql``, ``memory``) or from the ``uri``."""
+    configuration; its type comes from ``type`` (``sql``, ``rest``, ``memory``) or from the
+    ``uri`` (a database URL means sql, http(s) means rest)."""
     name = name or DEFAULT_CATALOG
     props = catalog_properties(name, **properties)
     kind = _catalog_type(name, props)
@@ -166,12 +167,15 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
         from icefloe.catalog.memory import InMemoryCatalog
 
         return InMemoryCatalog(name, **props)
-    if kind in ("rest", "hive", "glue"):
+    if kind == "rest":
+        from icefloe.catalog.rest import RestCatalog
+
+        return RestCatalog(name, **props)
+    if kind in ("hive", "glue"):
         raise UnsupportedFeatureError(
             f"catalog type {kind!r} of catalog {name!r} is not supported yet",
-            hint="use type: sql (SQLite or PostgreSQL, shared with PyIceberg and Iceberg Java) "
-            "or type: memory",
+            hint="use type: sql (SQLite or PostgreSQL, shared with PyIceberg and Iceberg Java) or type: rest",
         )
     raise ConfigError(
-        f"unknown catalog type {kind!r} for catalog {name!r}", hint="use type: sql or type: memory"
+        f"unknown catalog type {kind!r} for catalog {name!r}", hint="use type: sql, rest or memory"
     )

@@ -79,11 +79,13 @@ def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
             data = stream.read()
     except (FileIOError, OSError) as e:
         message = e.message if isinstance(e, FileIOError) else str(e)
+        not_found = bool(e.context.get("not_found")) if isinstance(e, FileIOError) else False
         raise FileIOError(
             f"cannot read table metadata file {location}: {message}",
             hint="the catalog points at a metadata file that is missing or unreadable; "
             "if the table's files were moved, register the new location with register_table",
             location=location,
+            not_found=not_found or isinstance(e, FileNotFoundError),
         ) from e
     return read_metadata_json(data)
 

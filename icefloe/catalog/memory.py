@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from icefloe.catalog._base import (
     WAREHOUSE,
@@ -142,6 +142,20 @@ class InMemoryCatalog(Catalog):
                     identifier=identifier,
                 )
             self._tables[identifier] = new
+
+    def _swap_pointers(self, swaps: Sequence[tuple[Identifier, str, str]]) -> None:
+        with self._lock:
+            for identifier, expected, _ in swaps:
+                current = self._tables.get(identifier)
+                if current != expected:
+                    raise CommitFailedError(
+                        f"table {'.'.join(identifier)!r} was changed by another commit "
+                        f"(expected {expected}, found {current})",
+                        hint="refresh the tables and retry",
+                        identifier=identifier,
+                    )
+            for identifier, _, new in swaps:
+                self._tables[identifier] = new
 
     def _delete_pointer(self, identifier: Identifier) -> bool:
         with self._lock:

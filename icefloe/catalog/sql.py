@@ -29,7 +29,8 @@ one row changed = won; zero = lost (CommitFailedError); an error before COMMIT =
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -130,16 +131,19 @@ class SqlCatalog(Catalog):
                 "warehouse='file:///data/warehouse')",
             )
         self._engine = _make_engine(uri, self.properties)
+        # A catalog dropped without close() (a handle per Spark job, a script) still closes its
+        # pooled connections when it is garbage collected, instead of leaving them to the server.
+        self._dispose = weakref.finalize(self, self._engine.dispose)
         self._tables_t, self._ns_t = _tables_schema(with_record_type=True)
         self._v1 = True
         try:
             self._init_schema()
         except BaseException:
-            self._engine.dispose()
+            self._dispose()
             raise
 
     def close(self) -> None:
-        self._engine.dispose()
+        self._dispose()
 
     def _prop(self, *names: str) -> str | None:
         for n in names:
@@ -433,6 +437,49 @@ class SqlCatalog(Catalog):
                     conn.close()
                 except SQLAlchemyError as e:
                     _log.debug("closing a connection failed: %s", e)
+
+    def _swap_pointers(self, swaps: Sequence[tuple[Identifier, str, str]]) -> None:
+        """Several compare-and-swaps in one database transaction: all rows move or none."""
+        t = self._tables_t.c
+        names = ", ".join(repr(".".join(ident)) for ident, _, _ in swaps)
+        try:
+            with self._engine.connect() as conn:
+                transaction = conn.begin()
+                try:
+                    for identifier, expected, new in swaps:
+                        stmt = (
+                            update(self._tables_t)
+                            .where(self._table_key(identifier), t.metadata_location == expected)
+                            .values(metadata_location=new, previous_metadata_location=expected)
+                        )
+                        if conn.execute(stmt).rowcount != 1:
+                            transaction.rollback()
+                            raise CommitFailedError(
+                                f"table {'.'.join(identifier)!r} was changed by another commit "
+                                f"(its metadata is no longer {expected}); no table was changed",
+                                hint="refresh the tables and retry",
+                                identifier=identifier,
+                            )
+                except SQLAlchemyError as e:
+                    transaction.rollback()
+                    raise CommitFailedError(
+                        f"commit to tables {names} failed in the database: {e}",
+                        hint="the tables are unchanged; retry",
+                    ) from e
+                try:
+                    transaction.commit()
+                except SQLAlchemyError as e:
+                    if all(self._landed(ident, new) for ident, _, new in swaps):
+                        return
+                    raise CommitStateUnknownError(
+                        f"the database failed while committing tables {names}; "
+                        f"the commit may or may not have happened: {e}",
+                        hint="load the tables again to see whether the commit landed",
+                    ) from e
+        except SQLAlchemyError as e:
+            raise CommitFailedError(
+                f"cannot reach the database to commit tables {names}: {e}", hint="retry"
+            ) from e
 
     def _landed(self, identifier: Identifier, new: str) -> bool:
         try:

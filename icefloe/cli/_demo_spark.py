@@ -81,13 +81,20 @@ def _q6_and_counts(spark: Any, snapshot_id: int | None = None) -> tuple[float, i
 
 
 def run_spark(
-    workdir: Path, scale: float, fresh: bool, master: str = "local[2]", spark: Any | None = None
+    workdir: Path,
+    scale: float,
+    fresh: bool,
+    master: str = "local[2]",
+    spark: Any | None = None,
+    catalog: dict[str, str] | None = None,
 ) -> None:
     """The pipeline on Spark. With ``spark`` given (tests share one session) it is used as is,
-    with the demo catalog set in its runtime conf, and left running."""
+    with the demo catalog set in its runtime conf, and left running. ``catalog`` properties
+    default to the embedded SQLite catalog and local warehouse under ``workdir``; Spark's
+    executors write and read the files through the FileIO those properties configure."""
     import icefloe.spark
 
-    _prepare_workdir(workdir, fresh)
+    _prepare_workdir(workdir, fresh, catalog)
     t_start = time.perf_counter()
     src = _source_dir(workdir, scale)
 
@@ -96,8 +103,8 @@ def run_spark(
         orders_schema = _plain(pq.read_schema(src / "orders.parquet").empty_table()).schema
         lineitem_schema = _plain(pq.read_schema(src / "lineitem.parquet").empty_table()).schema
 
-    props = _catalog_properties(workdir)
-    catalog = icefloe.load_catalog(CATALOG, **props)
+    props = catalog or _catalog_properties(workdir)
+    cat = icefloe.load_catalog(CATALOG, **props)
     own = spark is None
     with _step(f"starting Spark ({master})" if own else "using the given Spark session"):
         if spark is None:
@@ -108,12 +115,13 @@ def run_spark(
         icefloe.spark.register(spark)
         _say(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores")
     try:
-        _pipeline(spark, catalog, src, orders_schema, lineitem_schema)
+        _pipeline(spark, cat, src, orders_schema, lineitem_schema)
     finally:
         if own:
             spark.stop()
-    orders, lineitem = catalog.load_table("tpch.orders"), catalog.load_table("tpch.lineitem")
-    _print_summary(workdir, (orders, lineitem), t_start)
+    with cat:
+        orders, lineitem = cat.load_table("tpch.orders"), cat.load_table("tpch.lineitem")
+        _print_summary(workdir, (orders, lineitem), t_start, props)
 
 
 def _write(df: Any, table: str, mode: str = "append") -> None:

@@ -1,7 +1,9 @@
 """The demo pipeline: TPC-H orders and lineitem into partitioned Iceberg tables, queries, a late batch
 into old partitions, and time travel to compare before and after.
 
-Runs on the embedded defaults: a SQLite catalog and a local warehouse under ``--workdir``.
+Runs on the embedded defaults: a SQLite catalog and a local warehouse under ``--workdir``;
+``--warehouse s3://bucket/path`` (with ``-p s3.endpoint=...`` etc.) puts the tables on an object
+store and ``--catalog-uri postgresql+psycopg://...`` the catalog in PostgreSQL.
 Two engines run the same pipeline: Spark (the default; :mod:`icefloe.cli._demo_spark`, local[2])
 and Arrow (``--engine arrow``: no JVM, DuckDB for the SQL). This module holds what both share
 (data generation, the catalog, the Q6 cross-check, printing) and the Arrow engine.
@@ -179,9 +181,11 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _prepare_workdir(workdir: Path, fresh: bool) -> None:
-    if fresh:
+def _prepare_workdir(workdir: Path, fresh: bool, catalog: dict[str, str] | None = None) -> None:
+    defaults = _catalog_properties(workdir)
+    if fresh and (catalog is None or catalog == defaults):
         # the catalog and the warehouse go together: one without the other is a broken catalog
+        # (elsewhere the demo's tables are dropped with purge before they are created again)
         shutil.rmtree(workdir / "warehouse", ignore_errors=True)
         (workdir / "catalog.db").unlink(missing_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -191,13 +195,21 @@ def _source_dir(workdir: Path, scale: float) -> Path:
     return workdir / "tpch" / f"sf{scale}"
 
 
-def _catalog_properties(workdir: Path) -> dict[str, str]:
-    """The embedded defaults: a SQLite catalog file and a local warehouse, both under ``workdir``."""
-    return {
+def _catalog_properties(
+    workdir: Path,
+    warehouse: str | None = None,
+    uri: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The embedded defaults: a SQLite catalog file and a local warehouse, both under ``workdir``;
+    ``warehouse`` / ``uri`` / ``extra`` properties (s3.endpoint, ...) replace or add to them."""
+    props = {
         "type": "sql",
-        "uri": f"sqlite:///{(workdir / 'catalog.db').resolve()}",
-        "warehouse": (workdir / "warehouse").resolve().as_uri(),
+        "uri": uri or f"sqlite:///{(workdir / 'catalog.db').resolve()}",
+        "warehouse": warehouse or (workdir / "warehouse").resolve().as_uri(),
     }
+    props.update(extra or {})
+    return props
 
 
 def _create_tables(catalog: Any, orders_schema: pa.Schema, lineitem_schema: pa.Schema) -> tuple[Table, Table]:
@@ -218,7 +230,9 @@ def _create_tables(catalog: Any, orders_schema: pa.Schema, lineitem_schema: pa.S
     return orders, lineitem
 
 
-def _print_summary(workdir: Path, tables: tuple[Table, ...], t_start: float) -> None:
+def _print_summary(
+    workdir: Path, tables: tuple[Table, ...], t_start: float, catalog: dict[str, str] | None = None
+) -> None:
     _say("\nSummary")
     for t in tables:
         t = t.refresh()
@@ -229,14 +243,24 @@ def _print_summary(workdir: Path, tables: tuple[Table, ...], t_start: float) -> 
                 f"    {s.snapshot_id}  {s.summary.operation.value:<9} +{p.get('added-records', '0'):>8} rows"
                 f"  total {p.get('total-records', '?'):>8} rows in {p.get('total-data-files', '?')} files"
             )
-    _say(f"  catalog: {(workdir / 'catalog.db').resolve()}")
-    _say(f"  warehouse: {(workdir / 'warehouse').resolve()}")
+    props = catalog or _catalog_properties(workdir)
+    _say(f"  catalog: {_without_password(props['uri'])}")
+    _say(f"  warehouse: {props['warehouse']}")
     _say(f"finished in {time.perf_counter() - t_start:.1f}s")
 
 
-def run(workdir: Path, scale: float, fresh: bool) -> None:
-    """The pipeline on the Arrow engine (``--engine arrow``)."""
-    _prepare_workdir(workdir, fresh)
+def _without_password(uri: str) -> str:
+    scheme, sep, rest = uri.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return uri
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+def run(workdir: Path, scale: float, fresh: bool, catalog: dict[str, str] | None = None) -> None:
+    """The pipeline on the Arrow engine (``--engine arrow``); ``catalog`` properties default to
+    the embedded SQLite catalog and local warehouse under ``workdir``."""
+    _prepare_workdir(workdir, fresh, catalog)
     t_start = time.perf_counter()
     src = _source_dir(workdir, scale)
 
@@ -246,9 +270,10 @@ def run(workdir: Path, scale: float, fresh: bool) -> None:
         lineitem_data = _plain(pq.read_table(src / "lineitem.parquet"))
         _say(f"    orders: {orders_data.num_rows:,} rows, lineitem: {lineitem_data.num_rows:,} rows")
 
-    catalog = icefloe.load_catalog("demo", **_catalog_properties(workdir))
+    props = catalog or _catalog_properties(workdir)
+    cat = icefloe.load_catalog("demo", **props)
     with _step("creating partitioned tables"):
-        orders, lineitem = _create_tables(catalog, orders_data.schema, lineitem_data.schema)
+        orders, lineitem = _create_tables(cat, orders_data.schema, lineitem_data.schema)
 
     # Hold back March 1995 shipments received after March: they arrive late, into an old partition.
     late_mask = pc.and_(
@@ -308,7 +333,15 @@ def run(workdir: Path, scale: float, fresh: bool) -> None:
         _say(f"    lineitem rows then/now: {count_then:,} / {count_now:,}")
         assert count_now == lineitem_data.num_rows, "every ingested row must be readable"
 
-    _print_summary(workdir, (orders, lineitem), t_start)
+    _print_summary(workdir, (orders, lineitem), t_start, props)
+    cat.close()
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -326,13 +359,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--master", default="local[2]", help="Spark master URL (default local[2]; spark engine only)"
     )
+    p.add_argument(
+        "--warehouse",
+        help="where the tables go (default: WORKDIR/warehouse), e.g. s3://bucket/demo with -p s3.*",
+    )
+    p.add_argument(
+        "--catalog-uri",
+        help="catalog database URL (default: sqlite:///WORKDIR/catalog.db), "
+        "e.g. postgresql+psycopg://user:password@127.0.0.1:5432/db",
+    )
+    p.add_argument(
+        "-p",
+        "--property",
+        action="append",
+        type=_property,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a catalog/FileIO property, repeatable: -p s3.endpoint=http://127.0.0.1:9000 "
+        "-p s3.access-key-id=... -p s3.secret-access-key=... -p s3.region=us-east-1",
+    )
     args = p.parse_args(argv)
+    catalog = _catalog_properties(args.workdir, args.warehouse, args.catalog_uri, dict(args.property))
     if args.engine == "arrow":
-        run(args.workdir, args.scale, fresh=not args.keep)
+        run(args.workdir, args.scale, fresh=not args.keep, catalog=catalog)
     else:
         from icefloe.cli._demo_spark import run_spark
 
-        run_spark(args.workdir, args.scale, fresh=not args.keep, master=args.master)
+        run_spark(args.workdir, args.scale, fresh=not args.keep, master=args.master, catalog=catalog)
     return 0
 
 

@@ -98,7 +98,10 @@ class ArrowFileIO:
 
     def _s3(self) -> pafs.FileSystem:
         p = self.properties
-        kwargs: dict[str, Any] = {}
+        # Delayed open: a small file (all of Iceberg's metadata files, most data files of small
+        # writes) is one PUT instead of a multipart upload's three requests; a failure shows at
+        # close, which every writer checks.
+        kwargs: dict[str, Any] = {"allow_delayed_open": True}
         endpoint = p.get(S3_ENDPOINT)
         if endpoint:
             if "://" in endpoint:

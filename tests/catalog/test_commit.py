@@ -15,6 +15,8 @@ from icefloe.io.local import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.updates import AssertCurrentSchemaId, AssertTableUUID, SetProperties
 
+from .conftest import skip_without_pointers
+
 
 def version_of(location: str) -> int:
     return int(location.rsplit("/", 1)[-1].split("-", 1)[0])
@@ -75,6 +77,7 @@ def test_lost_swap_raises_and_cleans_up(
 ) -> None:
     """Another writer commits between our read and our swap: we lose, our file is deleted, and
     the table holds exactly the winner's change."""
+    skip_without_pointers(catalog)
     catalog.create_namespace("db")
     catalog.create_table("db.t", schema)
     original_read = catalog._read
@@ -101,6 +104,7 @@ def test_lost_swap_raises_and_cleans_up(
 
 
 def test_stale_swap(catalog: Catalog, schema: Schema) -> None:
+    skip_without_pointers(catalog)
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema)
     _, new = catalog.commit_table("db.t", [], [SetProperties({"a": "1"})])
@@ -167,3 +171,35 @@ def test_create_through_commit(catalog: Catalog, schema: Schema, warehouse_dir: 
     with pytest.raises(CommitFailedError):
         catalog.commit_table("db.new", [AssertCreate()], updates)
     assert catalog.load_table("db.new").metadata_location == metadata_location
+
+
+def test_commit_tables_is_all_or_nothing(catalog: Catalog, schema: Schema) -> None:
+    from icefloe.catalog import TableCommit
+
+    catalog.create_namespace("db")
+    a = catalog.create_table("db.a", schema)
+    b = catalog.create_table("db.b", schema)
+    results = catalog.commit_tables(
+        [
+            TableCommit(a.identifier, [AssertTableUUID(a.metadata.table_uuid)], [SetProperties({"x": "1"})]),
+            TableCommit(b.identifier, [], [SetProperties({"x": "1"})]),
+        ]
+    )
+    assert [m.properties["x"] for m, _ in results] == ["1", "1"]
+    locations = {n: catalog.load_table(f"db.{n}").metadata_location for n in ("a", "b")}
+    # one stale requirement: neither table moves
+    with pytest.raises(CommitFailedError):
+        catalog.commit_tables(
+            [
+                TableCommit(a.identifier, [], [SetProperties({"x": "2"})]),
+                TableCommit(b.identifier, [AssertCurrentSchemaId(99)], [SetProperties({"x": "2"})]),
+            ]
+        )
+    for n in ("a", "b"):
+        table = catalog.load_table(f"db.{n}")
+        assert table.metadata_location == locations[n] and table.properties["x"] == "1"
+    with pytest.raises(NoSuchTableError):
+        catalog.commit_tables(
+            [TableCommit(a.identifier), TableCommit(("db", "nope"), [], [SetProperties({"y": "1"})])]
+        )
+    assert catalog.commit_tables([]) == []

@@ -114,9 +114,9 @@ def test_unconfigured_catalog(clean_env: Path) -> None:
 
 def test_type_errors(clean_env: Path) -> None:
     with pytest.raises(UnsupportedFeatureError):
-        load_catalog("r", type="rest", uri="http://localhost:8181")
-    with pytest.raises(UnsupportedFeatureError):
-        load_catalog("r", uri="https://catalog.example.com")
+        load_catalog("h", type="hive", uri="thrift://127.0.0.1:9083")
+    with pytest.raises(ConfigError):
+        load_catalog("r", type="rest", uri="ftp://127.0.0.1/x")
     with pytest.raises(ConfigError):
         load_catalog("x", type="nonsense")
     with pytest.raises(ConfigError):

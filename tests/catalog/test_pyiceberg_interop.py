@@ -1,9 +1,11 @@
-"""One SQLite catalog, two libraries: PyIceberg 0.12's SqlCatalog sees what icefloe writes and
-icefloe sees what PyIceberg writes (pyiceberg is a test-only dependency)."""
+"""One SQL catalog (SQLite, and PostgreSQL on the suite's server), two libraries: PyIceberg 0.12's
+SqlCatalog sees what icefloe writes and icefloe sees what PyIceberg writes (pyiceberg is a
+test-only dependency)."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,27 +20,43 @@ from icefloe.spec.schema import Schema
 pytest.importorskip("pyiceberg")
 
 NAME = "shared"
+pytestmark = pytest.mark.catalogs("sqlite", "postgres")
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "shared.db"
+def db(catalog_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The shared catalog database's SQLAlchemy URL (both libraries take the same URL)."""
+    if catalog_kind == "postgres":
+        return str(request.getfixturevalue("postgres_server").create_database(f"py_{uuid.uuid4().hex[:10]}"))
+    return f"sqlite:///{tmp_path / 'shared.db'}"
 
 
 @pytest.fixture
-def ours(db: Path, tmp_path: Path) -> Iterator[SqlCatalog]:
-    cat = SqlCatalog(NAME, uri=f"sqlite:///{db}", warehouse=(tmp_path / "wh").as_uri())
+def ours(db: str, tmp_path: Path) -> Iterator[SqlCatalog]:
+    cat = SqlCatalog(NAME, uri=db, warehouse=(tmp_path / "wh").as_uri())
     yield cat
     cat.close()
 
 
-def theirs(db: Path, tmp_path: Path) -> Any:
+_opened: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_pyiceberg_catalogs() -> Iterator[None]:
+    yield
+    while _opened:  # PyIceberg never disposes its engine; open PostgreSQL connections would leak
+        _opened.pop().engine.dispose()
+
+
+def theirs(db: str, tmp_path: Path) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
 
-    return PyIcebergSqlCatalog(NAME, uri=f"sqlite:///{db}", warehouse=f"file://{tmp_path / 'pywh'}")
+    cat = PyIcebergSqlCatalog(NAME, uri=db, warehouse=f"file://{tmp_path / 'pywh'}")
+    _opened.append(cat)
+    return cat
 
 
-def test_pyiceberg_reads_icefloe_tables(ours: SqlCatalog, db: Path, tmp_path: Path, schema: Schema) -> None:
+def test_pyiceberg_reads_icefloe_tables(ours: SqlCatalog, db: str, tmp_path: Path, schema: Schema) -> None:
     from icefloe.spec.updates import SetProperties
 
     ours.create_namespace("db", {"owner": "icefloe"})
@@ -61,7 +79,7 @@ def test_pyiceberg_reads_icefloe_tables(ours: SqlCatalog, db: Path, tmp_path: Pa
     assert [f.name for f in py_table.spec().fields] == ["ts_day"]
 
 
-def test_icefloe_sees_pyiceberg_tables(ours: SqlCatalog, db: Path, tmp_path: Path) -> None:
+def test_icefloe_sees_pyiceberg_tables(ours: SqlCatalog, db: str, tmp_path: Path) -> None:
     py = theirs(db, tmp_path)
     py.create_namespace("pyns")
     arrow_schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
@@ -83,7 +101,7 @@ def test_icefloe_sees_pyiceberg_tables(ours: SqlCatalog, db: Path, tmp_path: Pat
     assert py.load_table("pyns.t").metadata.properties["touched-by"] == "icefloe"
 
 
-def test_purge_of_a_pyiceberg_table(ours: SqlCatalog, db: Path, tmp_path: Path) -> None:
+def test_purge_of_a_pyiceberg_table(ours: SqlCatalog, db: str, tmp_path: Path) -> None:
     """Purge deletes exactly the files the metadata references (written here by PyIceberg)."""
     py = theirs(db, tmp_path)
     py.create_namespace("pyns")
@@ -103,7 +121,7 @@ def test_purge_of_a_pyiceberg_table(ours: SqlCatalog, db: Path, tmp_path: Path) 
     assert py.list_tables("pyns") == []
 
 
-def test_pyiceberg_opens_a_v1_database_created_by_icefloe(ours: SqlCatalog, db: Path, tmp_path: Path) -> None:
+def test_pyiceberg_opens_a_v1_database_created_by_icefloe(ours: SqlCatalog, db: str, tmp_path: Path) -> None:
     ours.create_namespace("db")
     py = theirs(db, tmp_path)
     assert py._schema_version == "v1"
@@ -114,7 +132,7 @@ def test_pyiceberg_opens_a_v1_database_created_by_icefloe(ours: SqlCatalog, db: 
 
 
 def test_pyiceberg_namespace_survives_removing_its_properties(
-    ours: SqlCatalog, db: Path, tmp_path: Path
+    ours: SqlCatalog, db: str, tmp_path: Path
 ) -> None:
     py = theirs(db, tmp_path)
     py.create_namespace("withprops", {"a": "1"})  # PyIceberg writes no 'exists' marker here

@@ -401,3 +401,11 @@ def unsupported_error() -> type[BaseException]:
     from icefloe.errors import UnsupportedFeatureError
 
     return UnsupportedFeatureError
+
+
+def require_oracle_piece(what: str) -> None:
+    """Skip (or fail under ``ICEFLOE_REQUIRE_ORACLE=1``) when a piece an interop test needs
+    beside the oracle venv is missing."""
+    if REQUIRE_ORACLE:
+        pytest.fail(f"ICEFLOE_REQUIRE_ORACLE=1 but {what} is missing")
+    pytest.skip(f"{what} is missing")

@@ -7,6 +7,10 @@ SPEC: {"db", "catalog", "warehouse", "namespace", "read": [table, ...],
 with rows as {"id", "s", "ts_us", "v", "cat"}. One JVM (Spark 3.5 + Iceberg 1.10 JdbcCatalog
 over the same SQLite file) lists namespaces and tables, reads each table of ``read`` (rows and
 the oracle checksum), appends rows, and creates + fills a table. OUT gets what it saw.
+
+Instead of "db" (a SQLite file), SPEC may hold "jdbc": {"uri", "user", "password"} (PostgreSQL;
+the driver jar comes from ORACLE_EXTRA_JARS) and "metadata_locations": {table: location} for
+the tables of "read".
 """
 
 from __future__ import annotations
@@ -60,8 +64,20 @@ def main() -> int:
     with open(sys.argv[1]) as f:
         spec = json.load(f)
     out: dict[str, Any] = {"reads": {}, "errors": []}
-    db, cat, ns = spec["db"], spec["catalog"], spec["namespace"]
-    spark = get_spark(catalog_db=db, jdbc_name=cat, jdbc_warehouse=spec["warehouse"])
+    db, cat, ns = spec.get("db"), spec["catalog"], spec["namespace"]
+    if "jdbc" in spec:
+        pre = f"spark.sql.catalog.{cat}"
+        conf = {
+            pre: "org.apache.iceberg.spark.SparkCatalog",
+            f"{pre}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+            f"{pre}.uri": spec["jdbc"]["uri"],
+            f"{pre}.jdbc.user": spec["jdbc"]["user"],
+            f"{pre}.jdbc.password": spec["jdbc"]["password"],
+            f"{pre}.warehouse": spec["warehouse"],
+        }
+        spark = get_spark(extra_conf=conf)
+    else:
+        spark = get_spark(catalog_db=db, jdbc_name=cat, jdbc_warehouse=spec["warehouse"])
     from pyspark.sql import types as T
 
     schema = T.StructType(
@@ -79,7 +95,8 @@ def main() -> int:
         for t in spec["read"]:
             try:
                 rows = spark.table(f"{cat}.{t}").collect()
-                sch = canon.schema_for(canon.load_metadata_json(metadata_location(db, cat, t)))
+                location = spec["metadata_locations"][t] if "jdbc" in spec else metadata_location(db, cat, t)
+                sch = canon.schema_for(canon.load_metadata_json(location))
                 n, ck = canon.checksum_rows(sch, rows)
                 out["reads"][t] = {"rows": n, "checksum": ck}
             except Exception as ex:

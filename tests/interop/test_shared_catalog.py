@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -179,19 +180,54 @@ def _json_rows(r: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+PG_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+
+
 @pytest.mark.oracle
 @pytest.mark.java
+@pytest.mark.catalogs("sqlite", "postgres")
 def test_java_jdbc_catalog_round_trip(
-    oracle_available: None, paths: tuple[Path, Path], tmp_path: Path
+    oracle_available: None,
+    paths: tuple[Path, Path],
+    tmp_path: Path,
+    catalog_kind: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """icefloe, PyIceberg's SqlCatalog and Iceberg Java's JdbcCatalog on one catalog database
+    (a SQLite file, or a PostgreSQL database on the suite's server) see and extend each other's
+    namespaces, tables and commits."""
     db, wh = paths
-    ice = sup.icefloe_catalog(CATALOG, db, wh)
+    if catalog_kind == "postgres":
+        if not PG_JDBC_JAR.is_file():
+            pytest.skip(
+                f"no PostgreSQL JDBC driver at {PG_JDBC_JAR} (apt-get install libpostgresql-jdbc-java)"
+            )
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        import icefloe
+
+        server = request.getfixturevalue("postgres_server")
+        database = f"java_{uuid.uuid4().hex[:10]}"
+        uri = server.create_database(database)
+        monkeypatch.setenv("ICEFLOE_HOME", str(tmp_path))  # no ~/.icefloe.yaml
+        ice = icefloe.load_catalog(CATALOG, uri=uri, warehouse=wh.as_uri())
+        py = SqlCatalog(CATALOG, uri=uri, warehouse=wh.as_uri())
+        request.addfinalizer(py.engine.dispose)
+        request.addfinalizer(ice.close)
+        java: dict[str, Any] = {
+            "jdbc": {"uri": server.jdbc_url(database), "user": server.user, "password": server.password}
+        }
+        monkeypatch.setenv("ORACLE_EXTRA_JARS", str(PG_JDBC_JAR))
+    else:
+        ice = sup.icefloe_catalog(CATALOG, db, wh)
+        py = pyiceberg_catalog(db, wh)
+        java = {"db": str(db)}
     ice.create_namespace(NS)
     t = ice.create_table(f"{NS}.ice_tbl", schema=SCHEMA, partition_by=["day(ts)", "bucket(4, id)"])
     a, b = rows(range(0, 20), "a"), rows(range(20, 30), "b")
     t.append(table(a))
     t.append(table(b))
-    py = pyiceberg_catalog(db, wh)
     p1 = rows(range(200, 210), "py")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -201,7 +237,11 @@ def test_java_jdbc_catalog_round_trip(
     j_append = rows(range(300, 308), "java")
     j_batches = [rows(range(400, 420), "j1"), rows(range(420, 425), "j2")]
     spec = {
-        "db": str(db),
+        **java,
+        "metadata_locations": {
+            f"{NS}.ice_tbl": t.metadata_location,
+            f"{NS}.py_tbl": py.load_table(f"{NS}.py_tbl").metadata_location,
+        },
         "catalog": CATALOG,
         "warehouse": str(wh),
         "namespace": NS,
@@ -249,10 +289,14 @@ def test_java_jdbc_catalog_round_trip(
         exp = tmp_path / f"{name}.expected.json"
         n, ck = sup.checksum(sup.schema_json(loc), model)
         exp.write_text(json.dumps({"row_count": n, "checksum": ck, "snapshots": {}}))
+        where = (
+            ["--catalog-db", str(db), "--catalog-name", CATALOG, "--table", f"{NS}.{name}"]
+            if catalog_kind == "sqlite"
+            else ["--metadata", sup.local_path(loc)]
+        )
         proc = sup.run_oracle_script(
             [
-                str(sup.oracle_dir() / "verify_table.py"),
-                "--catalog-db", str(db), "--catalog-name", CATALOG, "--table", f"{NS}.{name}",
+                str(sup.oracle_dir() / "verify_table.py"), *where,
                 "--engines", "pyiceberg,duckdb", "--expect-json", str(exp),
             ]
         )  # fmt: skip

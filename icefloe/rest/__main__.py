@@ -1,0 +1,5 @@
+import sys
+
+from icefloe.rest._main import main
+
+sys.exit(main())
