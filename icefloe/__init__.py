@@ -42,13 +42,22 @@ from icefloe.expressions import parse as parse_filter
 from icefloe.spec.partition import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
-from icefloe.table import DataScan, Table, Transaction
+from icefloe.table import (
+    ChangelogScan,
+    DataScan,
+    IncrementalAppendScan,
+    InspectTable,
+    ManageSnapshots,
+    Table,
+    Transaction,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExistsError",
     "Catalog",
+    "ChangelogScan",
     "CommitError",
     "CommitFailedError",
     "CommitStateUnknownError",
@@ -60,7 +69,10 @@ __all__ = [
     "ExpressionError",
     "FileIOError",
     "IcefloeError",
+    "IncrementalAppendScan",
+    "InspectTable",
     "InvalidMetadataError",
+    "ManageSnapshots",
     "MissingFilesError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",

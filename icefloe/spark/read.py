@@ -12,7 +12,9 @@ the planning in Python and the reading in Spark's own vectorized Parquet reader:
 
 It falls back to the data source (``engine="auto"``) when the Parquet reader cannot give Iceberg
 semantics: tasks with delete files, tables with a name mapping (files without field ids),
-columns with initial defaults, and uuid/time/nanosecond-timestamp columns.
+columns with initial defaults, and uuid/time/nanosecond-timestamp columns; and when the files
+live where Spark's Hadoop file systems cannot reach them with the table's settings (object
+stores such as s3://, which icefloe's FileIO serves with the catalog's s3.* properties).
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ def read(
     the Parquet reader whenever it can. Turns on ``spark.sql.parquet.fieldId.read.enabled`` for
     the session (it only affects reads whose schema carries field ids).
     """
+    if isinstance(table, str):
+        meta = _read_metadata_table(spark, table, columns, where, snapshot_id, catalog, catalog_properties)
+        if meta is not None:
+            return meta
     scan = plan_read(
         spark,
         table,
@@ -92,6 +98,8 @@ def read(
     )
     tasks = scan.plan_files() if engine != "source" else []
     problem = _parquet_problem(scan, tasks) if engine != "source" else "engine='source' was asked for"
+    if problem is None:
+        problem = _location_problem(tasks)
     if problem is not None:
         if engine == "parquet":
             raise UnsupportedFeatureError(
@@ -100,6 +108,36 @@ def read(
             )
         return _read_with_source(spark, scan, catalog, catalog_properties)
     return _read_with_parquet(spark, scan, tasks)
+
+
+def _read_metadata_table(
+    spark: SparkSession,
+    name: str,
+    columns: Sequence[str] | None,
+    where: str | BooleanExpression | None,
+    snapshot_id: int | None,
+    catalog: str | None,
+    catalog_properties: dict[str, str] | None,
+) -> DataFrame | None:
+    """``ns.t.<metadata table>`` read through the data source, or None for an ordinary table."""
+    from icefloe.spark.metadata import resolve_metadata_target
+
+    options = _catalog_options(catalog, catalog_properties)
+    if resolve_metadata_target(catalog_from_options(options, spark_catalog_conf(spark)), name) is None:
+        return None
+    reader = spark.read.format("icefloe")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    if snapshot_id is not None:
+        reader = reader.option("snapshot-id", str(snapshot_id))
+    df = reader.load(name)
+    if where is not None:
+        if not isinstance(where, str):
+            raise ValidationError(
+                "filter a metadata table with Spark SQL text", hint='where="snapshot_id > 1"'
+            )
+        df = df.filter(where)
+    return df.select(*columns) if columns else df
 
 
 def plan_read(
@@ -175,6 +213,20 @@ def _parquet_problem(scan: DataScan, tasks: Sequence[FileScanTask]) -> str | Non
             return f"{t.file.file_path} has row-level delete files"
         if str(t.file.file_format).lower().rsplit(".", 1)[-1] != "parquet":
             return f"{t.file.file_path} is not a Parquet file"
+    return None
+
+
+# Schemes Spark's own Hadoop file systems read without settings of their own; object stores need
+# credentials and endpoints that icefloe's FileIO has (s3.* properties) and Hadoop's s3a does not.
+_HADOOP_SCHEMES = ("", "file", "hdfs", "viewfs")
+
+
+def _location_problem(tasks: Sequence[FileScanTask]) -> str | None:
+    for t in tasks:
+        path = t.file.file_path
+        scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+        if scheme not in _HADOOP_SCHEMES and not (len(scheme) == 1 and scheme.isalpha()):
+            return f"{path} is on {scheme}://, which icefloe's FileIO reads with the table's settings"
     return None
 
 

@@ -54,9 +54,17 @@ from icefloe.expressions import (
 )
 from icefloe.io import load_file_io
 from icefloe.spark._config import catalog_from_options
+from icefloe.spark.metadata import (
+    ArrowTableReader,
+    MetadataTarget,
+    build_metadata_rows,
+    metadata_spark_schema,
+    resolve_metadata_target,
+)
 from icefloe.spark.types import to_spark_schema
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata, read_metadata_json, write_metadata_json
+from icefloe.transaction.wap import wap_staged
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -84,6 +92,9 @@ FILE_OPEN_COST = "file-open-cost"
 OVERWRITE_FILTER = "overwrite-filter"
 PARTITION_OVERWRITE_MODE = "partition-overwrite-mode"
 TARGET_FILE_SIZE = "target-file-size-bytes"
+START_SNAPSHOT_ID = "start-snapshot-id"
+END_SNAPSHOT_ID = "end-snapshot-id"
+WAP_ID = "wap-id"
 WRITE_ID_PROPERTY = "icefloe.spark.write-id"
 
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
@@ -123,6 +134,18 @@ def resolve_read(table: Table, options: Mapping[str, str]) -> _ReadTarget:
     ref = options.get(BRANCH) or options.get(TAG)
     if options.get(BRANCH) and options.get(TAG):
         raise ValidationError("choose at most one of the options branch and tag")
+    if options.get(END_SNAPSHOT_ID) is not None and options.get(START_SNAPSHOT_ID) is None:
+        raise ValidationError(f"option {END_SNAPSHOT_ID!r} needs {START_SNAPSHOT_ID!r} (an incremental read)")
+    if options.get(START_SNAPSHOT_ID) is not None:
+        if any(options.get(k) is not None for k in (SNAPSHOT_ID, AS_OF_TIMESTAMP, BRANCH, TAG)):
+            raise ValidationError(
+                f"an incremental read ({START_SNAPSHOT_ID}) cannot also choose a snapshot, "
+                "timestamp, branch or tag"
+            )
+        inc = table.incremental_append_scan(
+            _int_option(options, START_SNAPSHOT_ID, None), _int_option(options, END_SNAPSHOT_ID, None)
+        )
+        return _ReadTarget(table.metadata.current_snapshot_id, inc.schema())
     as_of = _int_option(options, AS_OF_TIMESTAMP, None)
     scan = table.scan(snapshot_id=_int_option(options, SNAPSHOT_ID, None), ref=ref, as_of_timestamp=as_of)
     snap = scan.snapshot()
@@ -213,6 +236,8 @@ class IcefloeReader(ds.DataSourceReader):
         self.open_file_cost = open_file_cost
         self.row_filter: BooleanExpression = AlwaysTrue()
         self.pushed: list[str] = []
+        #: an incremental append read of (start, end] instead of one snapshot
+        self.incremental: tuple[int, int | None] | None = None
 
     def _metadata(self) -> TableMetadata:
         return read_metadata_json(self.metadata_json)
@@ -239,6 +264,13 @@ class IcefloeReader(ds.DataSourceReader):
         from icefloe.scan.planner import plan_files, plan_tasks
 
         metadata = self._metadata()
+        if self.incremental is not None:
+            from icefloe.scan.incremental import plan_incremental_appends
+
+            io = load_file_io(self.io_properties, metadata.location)
+            start, end = self.incremental
+            tasks = plan_incremental_appends(io, metadata, start, end, self.row_filter, schema=self.schema)
+            return plan_tasks(tasks, split_size=self.split_size, open_file_cost=self.open_file_cost)
         if self.snapshot_id is None:
             return []
         io = load_file_io(self.io_properties, metadata.location)
@@ -296,7 +328,11 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         mode: str,
         overwrite_filter: str | None,
         target_file_size: int | None,
+        branch: str | None = None,
+        wap_id: str | None = None,
     ) -> None:
+        self.branch = branch
+        self.wap_id = wap_id
         self.options = options
         self.spark_conf = spark_conf
         self.identifier = identifier
@@ -335,7 +371,9 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         if self.mode == "append" and not files:
             return
         props = {WRITE_ID_PROPERTY: self.write_id}
-        tx = table.transaction()
+        if self.wap_id:
+            props["wap.id"] = self.wap_id
+        tx = table.transaction(self.branch) if self.branch else table.transaction()
         try:
             if self.mode == "append":
                 tx.append_files(files, snapshot_properties=props)
@@ -361,7 +399,7 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         if _was_committed(self.options, self.spark_conf, self.identifier, self.write_id):
             return  # a commit whose outcome looked unknown did land; its files are live
         _delete(io, _files(messages))
-        delete_job_files(metadata, self.write_id)
+        delete_job_files(metadata, self.write_id, io)
 
 
 def _tx_method(tx: Any, name: str) -> Any:
@@ -388,15 +426,27 @@ def _was_committed(options: Mapping[str, str], spark_conf: Any, identifier: str,
     return any(s.summary.props.get(WRITE_ID_PROPERTY) == write_id for s in table.snapshots())
 
 
-def delete_job_files(metadata: TableMetadata, write_id: str) -> int:
+def delete_job_files(metadata: TableMetadata, write_id: str, io: FileIO | None = None) -> int:
     """Delete data files whose names carry ``write_id`` (files of tasks that failed before they
-    could report them). Needs a listable file system (local, or one pyarrow.fs supports); on
-    others such files stay behind as orphans for the orphan-file cleanup. Returns the count."""
+    could report them). Needs a listable file system: local paths, or the one the table's
+    `ArrowFileIO` (with its s3.* settings) serves; on others such files stay behind as orphans
+    for the orphan-file cleanup. Listing is only this best-effort cleanup, never correctness.
+    Returns the count."""
     import pyarrow.fs as pafs
+
+    from icefloe.io.arrow import ArrowFileIO
+    from icefloe.io.local import local_path
 
     data_path = metadata.properties.get("write.data.path") or f"{metadata.location.rstrip('/')}/data"
     try:
-        fs, root = pafs.FileSystem.from_uri(data_path if "://" in data_path else f"file://{data_path}")
+        if isinstance(io, ArrowFileIO):
+            fs, root = io.resolve(data_path)
+        elif "://" not in data_path or data_path.startswith("file:"):
+            # never pafs.FileSystem.from_uri on object stores: without the table's settings it
+            # would ask the cloud provider's endpoints (region lookup, instance metadata)
+            fs, root = pafs.LocalFileSystem(), local_path(data_path)
+        else:
+            return 0
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     except Exception:
         return 0
@@ -430,12 +480,24 @@ class IcefloeDataSource(ds.DataSource):
         options = self._options()
         return catalog_from_options(options, self.spark_conf).load_table(_table_name(options))
 
+    def _metadata_target(self) -> MetadataTarget | None:
+        options = self._options()
+        catalog = catalog_from_options(options, self.spark_conf)
+        return resolve_metadata_target(catalog, _table_name(options))
+
     def schema(self) -> SparkStructType:
+        meta = self._metadata_target()
+        if meta is not None:
+            return metadata_spark_schema(meta, self._options())
         table = self._table()
         return to_spark_schema(resolve_read(table, self._options()).schema)
 
-    def reader(self, schema: SparkStructType) -> IcefloeReader:
+    def reader(self, schema: SparkStructType) -> IcefloeReader | ArrowTableReader:  # type: ignore[override]
         options = self._options()
+        meta = self._metadata_target()
+        if meta is not None:
+            meta_schema, rows = build_metadata_rows(meta, options)
+            return ArrowTableReader(meta_schema, rows, to_spark_schema(meta_schema))
         table = self._table()
         target = resolve_read(table, options)
         names = [f.name for f in schema.fields]
@@ -449,7 +511,7 @@ class IcefloeDataSource(ds.DataSource):
         open_cost = _int_option(options, FILE_OPEN_COST, None) or int(
             props.get("read.split.open-file-cost", DEFAULT_OPEN_FILE_COST)
         )
-        return IcefloeReader(
+        reader = IcefloeReader(
             metadata_json=write_metadata_json(table.metadata),
             io_properties=dict(table.io.properties),
             snapshot_id=target.snapshot_id,
@@ -459,6 +521,12 @@ class IcefloeDataSource(ds.DataSource):
             split_size=split_size,
             open_file_cost=open_cost,
         )
+        if options.get(START_SNAPSHOT_ID) is not None:
+            reader.incremental = (
+                int(options[START_SNAPSHOT_ID]),
+                _int_option(options, END_SNAPSHOT_ID, None),
+            )
+        return reader
 
     def writer(self, schema: SparkStructType, overwrite: bool) -> IcefloeWriter:
         options = self._options()
@@ -480,7 +548,15 @@ class IcefloeDataSource(ds.DataSource):
             mode = "dynamic" if dynamic else "overwrite"
         else:
             mode = "append"
+        branch = options.get(BRANCH)
+        wap_id = options.get(WAP_ID)
+        if branch:
+            table.transaction(branch)  # a tag is refused before any task runs
+        # a staged (write-audit-publish) write cannot also name a branch: refused before any task
+        wap_staged(table.properties, {"wap.id": wap_id} if wap_id else {}, branch or "main")
         return IcefloeWriter(
+            branch=branch,
+            wap_id=wap_id,
             options=options,
             spark_conf=self.spark_conf,
             identifier=identifier,

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from icefloe.errors import (
+    CommitFailedError,
     InvalidMetadataError,
     NoSuchSnapshotError,
     SchemaError,
@@ -246,6 +247,10 @@ class TableMetadataBuilder:
 
     # ------------------------------------------------------------------ schemas
     def _current_schema(self) -> Schema:
+        if self.current_schema_id not in self.schemas and self._last_added_schema_id in self.schemas:
+            # a table built from REST updates may set its current schema after adding its spec and
+            # sort order (DuckDB sends set-current-schema last): check them against the new schema
+            return self.schemas[self._last_added_schema_id]
         if self.current_schema_id not in self.schemas:
             raise ValidationError("the table has no current schema yet", hint="add and set a schema first")
         return self.schemas[self.current_schema_id]
@@ -354,7 +359,9 @@ class TableMetadataBuilder:
         if not self.schemas or not self.specs:
             raise ValidationError("cannot add a snapshot before the table has a schema and a partition spec")
         if self.format_version >= 2 and snapshot.sequence_number <= self.last_sequence_number:
-            raise ValidationError(
+            # Only a commit racing another one gets here (a write to another branch, or a staged
+            # snapshot, moved the table's sequence number): retryable on the refreshed table.
+            raise CommitFailedError(
                 f"snapshot {sid} has sequence number {snapshot.sequence_number}, not above the table's "
                 f"last sequence number {self.last_sequence_number}",
                 hint="the table changed since the snapshot was prepared; refresh and retry",

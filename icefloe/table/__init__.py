@@ -1,7 +1,19 @@
 """Table handles, scans and transactions: the layer users hold."""
 
 from icefloe.table._table import Table
+from icefloe.table.changelog import ChangelogScan
+from icefloe.table.incremental import IncrementalAppendScan
+from icefloe.table.inspect import InspectTable
+from icefloe.table.manage_snapshots import ManageSnapshots
 from icefloe.table.scan import DataScan
 from icefloe.table.transaction import Transaction
 
-__all__ = ["DataScan", "Table", "Transaction"]
+__all__ = [
+    "ChangelogScan",
+    "DataScan",
+    "IncrementalAppendScan",
+    "InspectTable",
+    "ManageSnapshots",
+    "Table",
+    "Transaction",
+]

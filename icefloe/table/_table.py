@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from icefloe.expressions import BooleanExpression
+from icefloe.spec.snapshot import MAIN_BRANCH
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from icefloe.spec.snapshot import Snapshot, SnapshotRef
     from icefloe.spec.sort_order import SortOrder
     from icefloe.spec.table_metadata import TableMetadata
+    from icefloe.table.changelog import ChangelogScan
+    from icefloe.table.incremental import IncrementalAppendScan
+    from icefloe.table.inspect import InspectTable
+    from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.scan import DataScan
     from icefloe.table.transaction import Transaction
 
@@ -122,28 +127,65 @@ class Table:
         )
 
     # ------------------------------------------------------------------ writes
-    def transaction(self) -> Transaction:
-        """Several changes committed atomically: ``with table.transaction() as tx: ...``."""
+    def transaction(self, branch: str = MAIN_BRANCH) -> Transaction:
+        """Several changes committed atomically: ``with table.transaction() as tx: ...``; they go
+        to ``branch`` unless a change names another one."""
         from icefloe.table.transaction import Transaction
 
-        return Transaction(self)
+        return Transaction(self, branch)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Branches, tags, rollback and cherry-pick, committed atomically when the block ends:
+        ``with table.manage_snapshots() as ms: ms.create_tag("v1", sid)``."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata tables as Arrow tables: ``table.inspect.snapshots()``, ``.files()``, ..."""
+        from icefloe.table.inspect import InspectTable
+
+        return InspectTable(self)
+
+    def incremental_append_scan(
+        self, from_snapshot_id: int | None = None, to_snapshot_id: int | None = None, **kwargs: Any
+    ) -> IncrementalAppendScan:
+        """The rows appended after ``from_snapshot_id`` (exclusive; None: from the first snapshot)
+        up to ``to_snapshot_id`` (inclusive; default the current snapshot)."""
+        from icefloe.table.incremental import IncrementalAppendScan
+
+        return IncrementalAppendScan(self, from_snapshot_id, to_snapshot_id, **kwargs)
+
+    def changelog_scan(
+        self, from_snapshot_id: int | None = None, to_snapshot_id: int | None = None, **kwargs: Any
+    ) -> ChangelogScan:
+        """Rows inserted and deleted by the snapshots after ``from_snapshot_id`` (exclusive) up to
+        ``to_snapshot_id`` (inclusive), with ``_change_type``, ``_change_ordinal`` and
+        ``_commit_snapshot_id``."""
+        from icefloe.table.changelog import ChangelogScan
+
+        return ChangelogScan(self, from_snapshot_id, to_snapshot_id, **kwargs)
 
     def append(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> Snapshot | None:
-        """Append Arrow data as one new snapshot (a fast append). Returns the snapshot, or None
-        when there was no row to append. On any error the table is left as it was."""
-        tx = self.transaction()
+        """Append Arrow data as one new snapshot (a fast append) to ``branch``. Returns the
+        snapshot, or None when there was no row to append. On any error the table is left as it
+        was."""
+        tx = self.transaction(branch)
         tx.append(data, snapshot_properties=snapshot_properties)
         committed = tx.commit()
         return committed[0] if committed else None
 
-    def _one_action(self, queue: Callable[[Transaction], object]) -> Snapshot | None:
+    def _one_action(self, queue: Callable[[Transaction], object], branch: str) -> Snapshot | None:
         """Run one queued change as its own transaction; on any error nothing is committed and
         the files it wrote are deleted."""
-        tx = self.transaction()
+        tx = self.transaction(branch)
         try:
             queue(tx)
             committed = tx.commit()
@@ -153,38 +195,48 @@ class Table:
         return committed[-1] if committed else None
 
     def delete(
-        self, where: str | BooleanExpression, snapshot_properties: dict[str, str] | None = None
+        self,
+        where: str | BooleanExpression,
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> Snapshot | None:
         """Delete the rows matching ``where`` (per ``write.delete.mode``). Returns the new
         snapshot, or None when no row matched."""
-        return self._one_action(lambda tx: tx.delete(where, snapshot_properties))
+        return self._one_action(lambda tx: tx.delete(where, snapshot_properties), branch)
 
     def overwrite(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         where: str | BooleanExpression = "true",
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> Snapshot | None:
         """Replace the rows matching ``where`` (every row by default) with ``data``, atomically."""
-        return self._one_action(lambda tx: tx.overwrite(data, where, snapshot_properties))
+        return self._one_action(lambda tx: tx.overwrite(data, where, snapshot_properties), branch)
 
     def upsert(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         key_columns: Sequence[str],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> Snapshot | None:
         """Insert ``data``, replacing the rows with the same ``key_columns`` (per
         ``write.merge.mode``), in one atomic commit."""
-        return self._one_action(lambda tx: tx.upsert(data, key_columns, snapshot_properties))
+        return self._one_action(lambda tx: tx.upsert(data, key_columns, snapshot_properties), branch)
 
     def replace_partitions(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> Snapshot | None:
         """Dynamic partition overwrite: ``data`` replaces every partition it has rows in."""
-        return self._one_action(lambda tx: tx.replace_partitions(data, snapshot_properties))
+        return self._one_action(lambda tx: tx.replace_partitions(data, snapshot_properties), branch)
 
     def __repr__(self) -> str:
         snap = self.current_snapshot()

@@ -30,8 +30,8 @@ from icefloe.spec.properties import bool_property
 from icefloe.spec.snapshot import MAIN_BRANCH
 from icefloe.spec.updates import MetadataUpdate, RemoveProperties, SetProperties, apply_updates
 from icefloe.transaction._commit import CommitStats, commit_actions
-from icefloe.transaction._merging import MergingProducer
-from icefloe.transaction._producer import SnapshotProducer
+from icefloe.transaction._merging import MergingProducer, starting_snapshot_id
+from icefloe.transaction._producer import SnapshotProducer, branch_head
 from icefloe.transaction.conflicts import isolation_level
 from icefloe.transaction.delete import DeleteFiles
 from icefloe.transaction.fast_append import FastAppend
@@ -40,6 +40,7 @@ from icefloe.transaction.overwrite import OverwriteFiles
 from icefloe.transaction.replace_partitions import ReplacePartitions
 from icefloe.transaction.rewrite_files import RewriteFiles
 from icefloe.transaction.row_delta import RowDelta
+from icefloe.transaction.wap import wap_staged
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,8 +54,10 @@ __all__ = ["Transaction"]
 
 
 class Transaction:
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, branch: str = MAIN_BRANCH) -> None:
         self._table = table
+        #: the branch the transaction's changes go to unless a method names another one
+        self.branch = branch
         self._actions: list[SnapshotProducer] = []
         self._updates: list[MetadataUpdate] = []
         self._done = False
@@ -64,8 +67,8 @@ class Transaction:
         # table reuses those applications (and the manifest lists they wrote).
         self._staged: list[TableMetadata] = []
         self._origin = table.metadata
-        ref = table.metadata.refs.get(MAIN_BRANCH)
-        self._starting_snapshot_id: int | None = ref.snapshot_id if ref is not None else None
+        if branch != MAIN_BRANCH:
+            branch_head(table.metadata, branch)  # a tag fails here, before anything is written
 
     # ------------------------------------------------------------------ internals
     def _check_open(self) -> None:
@@ -90,12 +93,27 @@ class Transaction:
     def _props(self) -> dict[str, str]:
         return dict(self._working.properties)
 
-    def _head(self) -> Snapshot | None:
-        ref = self._working.refs.get(MAIN_BRANCH)
-        return self._working.snapshot_by_id(ref.snapshot_id) if ref is not None else None
+    def _branch(self, branch: str | None) -> str:
+        name = self.branch if branch is None else branch
+        branch_head(self._working, name)  # a tag is refused before anything is written
+        return name
+
+    def _head(self, branch: str) -> Snapshot | None:
+        return branch_head(self._working, branch)
+
+    def _starting_snapshot(self, branch: str) -> int | None:
+        """What an action on ``branch`` read: the branch's head when the transaction began."""
+        return starting_snapshot_id(self._origin, branch)
 
     def _queue(self, action: SnapshotProducer) -> None:
         """Stage ``action`` on the working metadata (validating it there) and queue it."""
+        try:
+            action.stage_only = wap_staged(
+                self._working.properties, action.snapshot_properties, action.branch
+            )
+        except BaseException:
+            action.cleanup(committed=False)
+            raise
         if isinstance(action, MergingProducer):
             action.ignored_snapshot_ids = {a.snapshot_id for a in self._actions}
         try:
@@ -107,10 +125,11 @@ class Transaction:
         self._working = apply_updates(self._working, changes.updates, None)
         self._actions.append(action)
 
-    def _merging_kwargs(self, command: str) -> dict[str, object]:
+    def _merging_kwargs(self, command: str, branch: str) -> dict[str, object]:
         return {
             "isolation_level": isolation_level(self._props, command),
-            "starting_snapshot": self._starting_snapshot_id,
+            "starting_snapshot": self._starting_snapshot(branch),
+            "branch": branch,
         }
 
     def _write(self, data: object) -> list[DataFile]:
@@ -129,13 +148,16 @@ class Transaction:
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> list[DataFile]:
         """Write ``data`` as Parquet now and queue an append of the files (a merge append when
-        ``commit.manifest-merge.enabled`` is true, else a fast append)."""
+        ``commit.manifest-merge.enabled`` is true, else a fast append) to ``branch``."""
         self._check_writable()
+        name = self._branch(branch)
         files = self._write(data)
         if files:
-            self._append(files, True, snapshot_properties)
+            self._append(files, True, snapshot_properties, name)
         return files
 
     def append_files(
@@ -144,16 +166,17 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         delete_on_failure: bool = True,
+        branch: str | None = None,
     ) -> None:
         """Queue an append of data files written elsewhere (e.g. by Spark executors)."""
         self._check_writable()
-        self._append(list(files), delete_on_failure, snapshot_properties)
+        self._append(list(files), delete_on_failure, snapshot_properties, self._branch(branch))
 
-    def _append(self, files: list[DataFile], owns: bool, props: dict[str, str] | None) -> None:
+    def _append(self, files: list[DataFile], owns: bool, props: dict[str, str] | None, branch: str) -> None:
         # Fast appends unless the table asks for merging (PyIceberg's default; Java merges).
         merge = bool_property(self._props, MERGE_ENABLED, False)
         cls = MergeAppend if merge else FastAppend
-        self._queue(cls(self._table.io, files, owns_files=owns, snapshot_properties=props))
+        self._queue(cls(self._table.io, files, owns_files=owns, snapshot_properties=props, branch=branch))
 
     # ------------------------------------------------------------------ overwrites
     def overwrite_files(
@@ -163,6 +186,7 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         delete_on_failure: bool = True,
+        branch: str | None = None,
     ) -> None:
         """Remove the rows matching ``delete_filter`` (wholly matching files by metadata, partially
         matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot."""
@@ -173,11 +197,12 @@ class Transaction:
         added = list(files)
         io = self._table.io
         try:
+            name = self._branch(branch)
             expr = to_filter(delete_filter, self._working.schema())
             changes = remove_rows(
                 io,
                 self._working,
-                self._head(),
+                self._head(name),
                 FilterMatcher(self._working.schema(), expr),
                 expr,
                 COPY_ON_WRITE,
@@ -195,7 +220,7 @@ class Transaction:
             conflict_filter=expr,
             snapshot_properties=snapshot_properties,
             owns_files=True,
-            **self._merging_kwargs("update"),  # type: ignore[arg-type]
+            **self._merging_kwargs("update", name),  # type: ignore[arg-type]
         )
         if not delete_on_failure:
             # Only the rewrites are ours to delete; the caller's files are not.
@@ -207,13 +232,16 @@ class Transaction:
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         where: str | BooleanExpression = "true",
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> None:
         """Replace the rows matching ``where`` (all rows by default) with ``data``."""
         self._check_writable()
         from icefloe.table._row_ops import to_filter
 
+        name = self._branch(branch)
         to_filter(where, self._working.schema())  # a bad filter fails before anything is written
-        self.overwrite_files(self._write(data), where, snapshot_properties)
+        self.overwrite_files(self._write(data), where, snapshot_properties, branch=name)
 
     def replace_partitions_files(
         self,
@@ -221,6 +249,7 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         delete_on_failure: bool = True,
+        branch: str | None = None,
     ) -> None:
         """Dynamic partition overwrite: drop every live data file in the partitions ``files``
         touch, and add ``files``."""
@@ -232,7 +261,7 @@ class Transaction:
                 files,
                 snapshot_properties=snapshot_properties,
                 owns_files=delete_on_failure,
-                **self._merging_kwargs("update"),  # type: ignore[arg-type]
+                **self._merging_kwargs("update", self._branch(branch)),  # type: ignore[arg-type]
             )
         )
 
@@ -240,15 +269,22 @@ class Transaction:
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> None:
         self._check_writable()
+        name = self._branch(branch)
         files = self._write(data)
         if files:
-            self.replace_partitions_files(files, snapshot_properties)
+            self.replace_partitions_files(files, snapshot_properties, branch=name)
 
     # ------------------------------------------------------------------ row-level operations
     def delete(
-        self, where: str | BooleanExpression, snapshot_properties: dict[str, str] | None = None
+        self,
+        where: str | BooleanExpression,
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> int:
         """Delete the rows matching ``where`` (``write.delete.mode``: copy-on-write rewrites the
         files holding them, merge-on-read writes position delete files). Returns the number of
@@ -257,14 +293,15 @@ class Transaction:
         from icefloe.table._row_ops import MERGE_ON_READ, remove_rows, to_filter, write_mode
 
         self._check_writable()
+        name = self._branch(branch)
         schema = self._working.schema()
         expr = to_filter(where, schema)
         mode = write_mode(self._props, "delete")
-        kwargs = self._merging_kwargs("delete")
+        kwargs = self._merging_kwargs("delete", name)
         changes = remove_rows(
             self._table.io,
             self._working,
-            self._head(),
+            self._head(name),
             FilterMatcher(schema, expr),
             expr,
             mode,
@@ -314,6 +351,8 @@ class Transaction:
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         key_columns: Iterable[str],
         snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> None:
         """Insert ``data``, replacing every table row whose ``key_columns`` equal those of an
         input row (``write.merge.mode``). The input is streamed: it is written once while its key
@@ -330,11 +369,12 @@ class Transaction:
         )
 
         self._check_writable()
+        name = self._branch(branch)
         schema = self._working.schema()
         input_schema, batches = _arrow_batches(data)
         keys = check_key_columns(schema, input_schema, key_columns)
         mode = write_mode(self._props, "merge")
-        kwargs = self._merging_kwargs("merge")
+        kwargs = self._merging_kwargs("merge", name)
         key_parts: list[pa.Table] = []
 
         def collect() -> Iterator[pa.RecordBatch]:
@@ -362,7 +402,7 @@ class Transaction:
                 )
             matcher = KeyMatcher(schema, keys, key_table)
             prefilter = matcher.prefilter(schema)
-            changes = remove_rows(io, self._working, self._head(), matcher, prefilter, mode)
+            changes = remove_rows(io, self._working, self._head(name), matcher, prefilter, mode)
             written += [*changes.added, *changes.added_deletes]
             action: MergingProducer
             if mode == MERGE_ON_READ:
@@ -404,12 +444,13 @@ class Transaction:
         isolation_level: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
         delete_on_failure: bool = True,
+        branch: str | None = None,
     ) -> None:
         """Queue a row delta: the merge-on-read primitive (data files plus delete files)."""
         from icefloe.table._row_ops import to_filter
 
         self._check_writable()
-        kwargs = self._merging_kwargs("delete")
+        kwargs = self._merging_kwargs("delete", self._branch(branch))
         if isolation_level is not None:
             kwargs["isolation_level"] = _check_level(isolation_level)
         expr = None if conflict_filter is None else to_filter(conflict_filter, self._working.schema())
@@ -438,10 +479,12 @@ class Transaction:
         keep_sequence_number: bool = True,
         snapshot_properties: dict[str, str] | None = None,
         delete_on_failure: bool = True,
+        branch: str | None = None,
     ) -> None:
         """Queue a rewrite: replace files by files holding the same rows (compaction). The new
         files keep the starting snapshot's data sequence number unless told otherwise."""
         self._check_writable()
+        name = self._branch(branch)
         self._queue(
             RewriteFiles(
                 self._table.io,
@@ -453,12 +496,17 @@ class Transaction:
                 keep_sequence_number=keep_sequence_number,
                 snapshot_properties=snapshot_properties,
                 owns_files=delete_on_failure,
-                starting_snapshot=self._starting_snapshot_id,
+                starting_snapshot=self._starting_snapshot(name),
+                branch=name,
             )
         )
 
     def delete_files(
-        self, files: Iterable[DataFile | str], snapshot_properties: dict[str, str] | None = None
+        self,
+        files: Iterable[DataFile | str],
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
     ) -> None:
         """Queue the removal of whole data files by metadata (their rows are deleted)."""
         self._check_writable()
@@ -468,7 +516,7 @@ class Transaction:
                 self._working,
                 remove=files,
                 snapshot_properties=snapshot_properties,
-                **self._merging_kwargs("delete"),  # type: ignore[arg-type]
+                **self._merging_kwargs("delete", self._branch(branch)),  # type: ignore[arg-type]
             )
         )
 

@@ -33,7 +33,7 @@ from icefloe.manifest import (
 )
 from icefloe.spec.snapshot import MAIN_BRANCH
 from icefloe.transaction._manifest_filter import ManifestFilter
-from icefloe.transaction._producer import SnapshotProducer
+from icefloe.transaction._producer import SnapshotProducer, branch_head
 from icefloe.transaction.conflicts import SERIALIZABLE, ValidationContext
 from icefloe.transaction.summary import SnapshotSummaryBuilder
 
@@ -50,9 +50,10 @@ _UNSET: int = -(1 << 70)
 
 
 def starting_snapshot_id(metadata: TableMetadata, branch: str) -> int | None:
-    """The snapshot an operation reads: the head of ``branch`` (None for an empty branch)."""
-    ref = metadata.refs.get(branch)
-    return ref.snapshot_id if ref is not None else None
+    """The snapshot an operation reads: the head of ``branch`` (None for an empty table; the
+    current snapshot for a branch the operation creates)."""
+    head = branch_head(metadata, branch)
+    return head.snapshot_id if head is not None else None
 
 
 class MergingProducer(SnapshotProducer):

@@ -18,9 +18,10 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from icefloe.errors import FileIOError
+from icefloe.errors import FileIOError, ValidationError
 from icefloe.manifest import ManifestFile, write_manifest_list
 from icefloe.spec.snapshot import MAIN_BRANCH, Operation, Snapshot, SnapshotRef, SnapshotRefType, Summary
 from icefloe.spec.updates import (
@@ -36,12 +37,27 @@ if TYPE_CHECKING:
     from icefloe.io import FileIO
     from icefloe.spec.table_metadata import TableMetadata
 
-__all__ = ["PendingChanges", "SnapshotProducer", "metadata_dir", "new_snapshot_id"]
+__all__ = ["PendingChanges", "SnapshotProducer", "branch_head", "metadata_dir", "new_snapshot_id"]
 
 
 def new_snapshot_id() -> int:
     """A random positive 63-bit id, as Iceberg Java makes them."""
     return uuid.uuid4().int & ((1 << 63) - 1)
+
+
+def branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
+    """The snapshot a write to ``branch`` builds on: the branch's head, or for a branch that does
+    not exist yet the current snapshot (the new branch starts there, as in Iceberg Java)."""
+    ref = metadata.refs.get(branch)
+    if ref is None:
+        return metadata.current_snapshot()
+    if not ref.is_branch:
+        raise ValidationError(
+            f"{branch!r} is a tag, not a branch: tags cannot be written to",
+            hint="write to a branch (create one from the tag with manage_snapshots().create_branch)",
+            ref=branch,
+        )
+    return metadata.snapshot_by_id(ref.snapshot_id)
 
 
 def metadata_dir(metadata: TableMetadata) -> str:
@@ -83,6 +99,8 @@ class SnapshotProducer(ABC):
         self._written_manifests: list[str] = []
         self._written_manifest_lists: list[str] = []
         self.committed_snapshot: Snapshot | None = None
+        #: write-audit-publish: add the snapshot to the table without moving any branch
+        self.stage_only = False
 
     # ------------------------------------------------------------------ for subclasses
     def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:  # noqa: B027
@@ -120,7 +138,7 @@ class SnapshotProducer(ABC):
 
     def _apply(self, base: TableMetadata) -> PendingChanges:
         self._attempt += 1
-        parent = base.snapshot_for_ref(self.branch) if self.branch in base.refs else None
+        parent = branch_head(base, self.branch)
         self.validate(base, parent)
         # The snapshot id stays fixed across attempts: manifests already written carry it. A random
         # 63-bit id colliding is not a practical concern; the metadata builder rejects duplicates.
@@ -149,14 +167,19 @@ class SnapshotProducer(ABC):
             schema_id=base.current_schema_id,
         )
         self.committed_snapshot = snapshot
-        updates: list[MetadataUpdate] = [
-            AddSnapshot(snapshot),
-            SetSnapshotRef(self.branch, SnapshotRef(snapshot.snapshot_id, SnapshotRefType.BRANCH)),
-        ]
-        requirements: list[TableRequirement] = [
-            AssertTableUUID(base.table_uuid),
-            AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None),
-        ]
+        updates: list[MetadataUpdate] = [AddSnapshot(snapshot)]
+        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
+        if not self.stage_only:
+            old = base.refs.get(self.branch)
+            # The branch keeps its retention settings; a branch that does not exist yet is created
+            # (from the current snapshot, which is the new snapshot's parent) and must still not exist.
+            ref = (
+                SnapshotRef(snapshot.snapshot_id, SnapshotRefType.BRANCH)
+                if old is None
+                else replace(old, snapshot_id=snapshot.snapshot_id)
+            )
+            updates.append(SetSnapshotRef(self.branch, ref))
+            requirements.append(AssertRefSnapshotId(self.branch, old.snapshot_id if old else None))
         return PendingChanges(updates, requirements)
 
     def cleanup(self, *, committed: bool) -> None:

@@ -20,6 +20,7 @@ from icefloe.transaction.conflicts import SERIALIZABLE, ValidationContext, valid
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
+    from icefloe.spec.snapshot import Snapshot
     from icefloe.spec.table_metadata import TableMetadata
 
 __all__ = ["ReplacePartitions"]
@@ -55,3 +56,7 @@ class ReplacePartitions(MergingProducer):
     def checks(self, ctx: ValidationContext) -> None:
         if ctx.isolation_level == SERIALIZABLE:
             validate_added_data_files(ctx, AlwaysTrue(), partitions=self.drop_partitions)
+
+    def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
+        # Iceberg Java marks dynamic overwrites; cherry-pick relies on it.
+        return {**super().summary(base, parent), "replace-partitions": "true"}
