@@ -32,12 +32,11 @@ def register(spark: SparkSession) -> type[IcefloeDataSource]:
 
     Python data sources run in worker processes that cannot read the session conf, so this call
     captures ``spark.icefloe.catalog.*`` and ``spark.sql.sources.partitionOverwriteMode`` now:
-    call it again after changing them. It also turns on
-    ``spark.sql.python.filterPushdown.enabled``, which Spark needs to hand filters to the source.
+    call it again after changing them. The source takes no pushed filters (see
+    :mod:`icefloe.spark.source`), so ``spark.sql.python.filterPushdown.enabled`` is left as it is.
     """
     from icefloe.spark._config import spark_catalog_conf
 
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     mode = (spark.conf.get(PARTITION_OVERWRITE_CONF, "static") or "static").lower()
     # A class built here (not importable by name) is pickled by value, captured settings included.
     registered = type(

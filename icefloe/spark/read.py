@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icefloe.errors import UnsupportedFeatureError, ValidationError
-from icefloe.expressions import AlwaysTrue, BooleanExpression, BoundReference, bind
+from icefloe.errors import IcefloeError, UnsupportedFeatureError, ValidationError
+from icefloe.expressions import AlwaysTrue, BooleanExpression, BoundReference, bind, parse
 from icefloe.expressions.visitors import rewrite_not
 from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.spark._config import catalog_from_options, spark_catalog_conf
+from icefloe.spark.source import FILTER
 from icefloe.spark.types import to_spark_schema
 from icefloe.spec.types import (
     IcebergType,
@@ -287,13 +288,29 @@ def _read_with_source(
         snap = scan.snapshot()
         if snap is not None:
             reader = reader.option("snapshot-id", str(snap.snapshot_id))
+    filter_text = _filter_text(scan.row_filter)
+    if filter_text is not None:
+        # the source prunes files and applies the residuals itself, with Iceberg's semantics
+        reader = reader.option(FILTER, filter_text)
     df = reader.load(scan.table.name)
-    if not isinstance(scan.row_filter, AlwaysTrue):
+    if filter_text is None and not isinstance(scan.row_filter, AlwaysTrue):
         df = df.filter(to_spark_column(scan.row_filter, scan.schema(), scan.case_sensitive))
     projection = scan.projection()
     if projection is scan.schema():
         return df
     return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
+
+
+def _filter_text(row_filter: BooleanExpression) -> str | None:
+    """``row_filter`` as filter text that parses back to the same expression, or None."""
+    if isinstance(row_filter, AlwaysTrue):
+        return None
+    text = str(row_filter)
+    try:
+        same = parse(text) == row_filter
+    except IcefloeError:
+        same = False
+    return text if same else None
 
 
 # --------------------------------------------------------------------------- filters as Spark Columns

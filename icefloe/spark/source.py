@@ -3,9 +3,17 @@
 Reading::
 
     driver: load table, pick snapshot (snapshot-id | as-of-timestamp | branch | tag)
-      -> pushFilters: Spark filters -> icefloe predicate (used for partition + metrics pruning)
+      -> the ``filter`` option (icefloe filter text) -> partition + metrics pruning, residuals
       -> partitions(): plan_files + plan_tasks (split on row groups, combine small files)
     executors: read(partition) -> read_task per FileScanTask -> Arrow batches in Spark's layout
+
+The reader deliberately has no ``pushFilters``. PySpark 4.x keeps the read plan that filter
+pushdown produces (partitions and the pickled reader) on the data source object that every query
+of one DataFrame shares, and reuses it for later queries: a reader whose plan depended on pushed
+filters would answer ``df.count()`` after ``df.filter(...).count()`` with the filtered rows, and
+both sides of a self-join with one side's filter. So the plan depends only on the options, which
+belong to the DataFrame; Spark evaluates ``df.filter`` itself. Pruning on this path is asked for
+explicitly with ``option("filter", "...")`` (``icefloe.spark.read`` does that for its ``where``).
 
 Writing::
 
@@ -36,7 +44,6 @@ from pyspark.sql.types import StructType as SparkStructType
 from icefloe.errors import CommitStateUnknownError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import (
     AlwaysTrue,
-    And,
     BooleanExpression,
     EqualTo,
     GreaterThan,
@@ -94,6 +101,7 @@ PARTITION_OVERWRITE_MODE = "partition-overwrite-mode"
 TARGET_FILE_SIZE = "target-file-size-bytes"
 START_SNAPSHOT_ID = "start-snapshot-id"
 END_SNAPSHOT_ID = "end-snapshot-id"
+FILTER = "filter"
 WAP_ID = "wap-id"
 WRITE_ID_PROPERTY = "icefloe.spark.write-id"
 
@@ -225,6 +233,7 @@ class IcefloeReader(ds.DataSourceReader):
         spark_schema: SparkStructType,
         split_size: int,
         open_file_cost: int,
+        row_filter: BooleanExpression | None = None,
     ) -> None:
         self.metadata_json = metadata_json
         self.io_properties = io_properties
@@ -234,31 +243,13 @@ class IcefloeReader(ds.DataSourceReader):
         self.spark_schema = spark_schema
         self.split_size = split_size
         self.open_file_cost = open_file_cost
-        self.row_filter: BooleanExpression = AlwaysTrue()
-        self.pushed: list[str] = []
+        #: from the ``filter`` option only (see the module docstring: never from pushed filters)
+        self.row_filter: BooleanExpression = AlwaysTrue() if row_filter is None else row_filter
         #: an incremental append read of (start, end] instead of one snapshot
         self.incremental: tuple[int, int | None] | None = None
 
     def _metadata(self) -> TableMetadata:
         return read_metadata_json(self.metadata_json)
-
-    def pushFilters(self, filters: list[ds.Filter]) -> Iterable[ds.Filter]:
-        """Every filter Spark offers that has an icefloe equivalent prunes files and row groups;
-        all of them are still handed back so Spark evaluates them exactly (Spark's and Iceberg's
-        comparison rules differ in corners such as NaN and collations)."""
-        for f in filters:
-            expr = spark_filter_to_expression(f)
-            if expr is not None:
-                try:
-                    bind(self.schema, expr, True)
-                except Exception:
-                    expr = None
-            if expr is not None:
-                self.row_filter = (
-                    expr if isinstance(self.row_filter, AlwaysTrue) else And(self.row_filter, expr)
-                )
-                self.pushed.append(str(expr))
-            yield f
 
     def plan(self) -> list[list[FileScanTask]]:
         from icefloe.scan.planner import plan_files, plan_tasks
@@ -511,7 +502,13 @@ class IcefloeDataSource(ds.DataSource):
         open_cost = _int_option(options, FILE_OPEN_COST, None) or int(
             props.get("read.split.open-file-cost", DEFAULT_OPEN_FILE_COST)
         )
+        filter_text = options.get(FILTER)
+        row_filter = None
+        if filter_text is not None:
+            row_filter = parse(filter_text)
+            bind(target.schema, row_filter, True)  # a bad filter fails in planning, naming the column
         reader = IcefloeReader(
+            row_filter=row_filter,
             metadata_json=write_metadata_json(table.metadata),
             io_properties=dict(table.io.properties),
             snapshot_id=target.snapshot_id,

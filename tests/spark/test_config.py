@@ -39,7 +39,6 @@ def test_register_captures_session_settings(spark: Any) -> None:
         assert registered.partition_overwrite_mode == "dynamic"
         assert registered.spark_conf["other"] == {"uri": "sqlite:///other.db"}
         assert "uri" in registered.spark_conf["default"]
-        assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
     finally:
         spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
         spark.conf.unset("spark.icefloe.catalog.other.uri")

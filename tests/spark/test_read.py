@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import datasource as ds
 from pyspark.sql import functions as F
 
-from icefloe.errors import NoSuchSnapshotError, ValidationError
+from icefloe.errors import ExpressionError, NoSuchSnapshotError, ValidationError
 from icefloe.spark.source import IcefloeDataSource, IcefloeReader, spark_filter_to_expression
 from icefloe.spec.snapshot import SnapshotRef, SnapshotRefType
 from icefloe.spec.updates import SetSnapshotRef
@@ -34,11 +34,10 @@ def _batch(ids: range, cat: str) -> pa.Table:
     )
 
 
-def _reader(options: dict[str, str], filters: list[ds.Filter] = ()) -> IcefloeReader:  # type: ignore[assignment]
-    source = IcefloeDataSource(options)
+def _reader(options: dict[str, str], where: str | None = None) -> IcefloeReader:
+    source = IcefloeDataSource({**options, "filter": where} if where is not None else options)
     reader = source.reader(source.schema())
-    returned = list(reader.pushFilters(list(filters)))
-    assert returned == list(filters)  # all handed back: Spark evaluates them exactly
+    assert isinstance(reader, IcefloeReader)
     return reader
 
 
@@ -108,7 +107,7 @@ def test_filter_translation() -> None:
     assert spark_filter_to_expression(ds.StringStartsWith(("a",), "ab")) is not None
 
 
-def test_pushed_filters_prune_files(
+def test_filter_option_prunes_files(
     spark: Any, spark_catalog: Any, table_name: str, conf_options: dict[str, str]
 ) -> None:
     t = spark_catalog.create_table(table_name, SCHEMA, partition_by=["cat"])
@@ -116,25 +115,19 @@ def test_pushed_filters_prune_files(
         t.append(_batch(range(i * 10, i * 10 + 10), cat))
     options = {**conf_options, "path": table_name, "split-size": "1"}  # one partition per file
     assert len(_reader(options).partitions()) == 4
-    by_partition = _reader(options, [ds.EqualTo(("cat",), "b")])
-    assert len(by_partition.partitions()) == 1
-    by_metrics = _reader(options, [ds.GreaterThanOrEqual(("id",), 25), ds.LessThan(("id",), 32)])
-    assert len(by_metrics.partitions()) == 2
-    untranslatable = _reader(options, [ds.StringContains(("cat",), "b")])
-    assert len(untranslatable.partitions()) == 4
-    # time-typed literals (tz-aware, as Spark hands them over) prune too
-    ts_filter = _reader(options, [ds.GreaterThan(("ts",), dt.datetime(2024, 1, 9, tzinfo=dt.UTC))])
-    assert len(ts_filter.partitions()) == 0 or all(not p.tasks for p in ts_filter.partitions())  # type: ignore[attr-defined]
-    # end to end: Spark hands the filter over and gets correct rows from the pruned scan
-    df = (
-        spark.read.format("icefloe")
-        .option("split-size", "1")
-        .load(table_name)
-        .filter("cat = 'c' and id > 25")
-    )
+    assert len(_reader(options, "cat = 'b'").partitions()) == 1
+    assert len(_reader(options, "id >= 25 and id < 32").partitions()) == 2
+    # time-typed literals prune too
+    ts_filter = _reader(options, "ts > '2024-01-09T00:00:00+00:00'")
+    assert all(not p.tasks for p in ts_filter.partitions())  # type: ignore[attr-defined]
+    with pytest.raises(ExpressionError, match="nope"):
+        _reader(options, "nope = 1")
+    # end to end: the option prunes, and the residual is applied exactly
+    df = spark.read.format("icefloe").option("split-size", "1").option("filter", "cat = 'c' and id > 25")
+    df = df.load(table_name)
     assert df.rdd.getNumPartitions() == 1
     assert sorted(r.id for r in df.collect()) == list(range(26, 30))
-    # timestamp literals reach planning with the right instant (a wrong one would lose rows)
+    # Spark-side filters are evaluated by Spark on the unpruned scan (never pushed, see source.py)
     cutoff = dt.datetime(2024, 1, 4, tzinfo=dt.UTC)
     ts_df = spark.read.format("icefloe").load(table_name).filter(F.col("ts") >= F.lit(cutoff))
     expected = t.scan(row_filter="ts >= '2024-01-04T00:00:00+00:00'").count()
