@@ -5,12 +5,14 @@ The tree::
     IcefloeError
     ├── ValidationError            bad input from the caller; nothing was changed
     │   ├── SchemaError            an invalid schema, type or field reference
-    │   │   └── SchemaMismatchError    data does not fit the table's schema
+    │   │   ├── SchemaMismatchError    data does not fit the table's schema
+    │   │   └── IncompatibleSchemaChangeError  a schema change that old data or readers cannot follow
     │   ├── ExpressionError        a filter that does not parse or does not bind
     │   ├── PartitionSpecError     an invalid partition spec or transform
     │   ├── SortOrderError         an invalid sort order
     │   └── ConfigError            invalid or missing configuration
     ├── InvalidMetadataError       metadata that breaks the spec's invariants (read or built)
+    │   └── CorruptFileError       a table file whose bytes cannot be decoded (path, file_kind)
     ├── NotFoundError
     │   ├── NoSuchNamespaceError
     │   ├── NoSuchTableError
@@ -46,9 +48,11 @@ __all__ = [
     "ConflictError",
     "ConflictingDataFilesError",
     "ConflictingDeleteFilesError",
+    "CorruptFileError",
     "ExpressionError",
     "FileIOError",
     "IcefloeError",
+    "IncompatibleSchemaChangeError",
     "InvalidMetadataError",
     "MissingFilesError",
     "NamespaceAlreadyExistsError",
@@ -101,6 +105,14 @@ class SchemaMismatchError(SchemaError):
     field). Raised before anything is written or committed."""
 
 
+class IncompatibleSchemaChangeError(SchemaError):
+    """A schema change that existing data, readers or the table's partitioning cannot follow:
+    narrowing or changing a type beyond the spec's promotions, optional -> required, a required
+    new column, deleting an identifier field or a column the partition spec or sort order uses.
+    Refused before anything commits; ``column`` names the column. Adding a required column and
+    making a column required can be allowed explicitly (``allow_incompatible_changes()``)."""
+
+
 class ExpressionError(ValidationError):
     """A filter expression that does not parse, names an unknown column, or compares incompatible
     types."""
@@ -120,6 +132,67 @@ class ConfigError(ValidationError):
 
 class InvalidMetadataError(IcefloeError):
     """Table metadata, a manifest or a manifest list that breaks the Iceberg spec."""
+
+
+class CorruptFileError(InvalidMetadataError):
+    """A file the table references exists and was read, but its bytes cannot be decoded as what
+    the metadata says it is: truncated, damaged in the middle, empty, or another format altogether.
+    Retrying cannot help; the file has to be restored or removed from the table.
+
+    Context fields: ``path`` (the file's location; None when the text did not come from a file)
+    and ``file_kind`` (one of :attr:`FILE_KINDS`: ``"data file"``, ``"position delete file"``,
+    ``"equality delete file"``, ``"deletion vector"``, ``"manifest"``, ``"manifest list"``,
+    ``"table metadata"``, ``"Puffin file"``).
+
+    It is an :class:`InvalidMetadataError` (iceberg-rust's ``DataInvalid``), not a
+    :class:`FileIOError`: the I/O worked and the content breaks the format, so code that treats
+    ``OSError`` as "storage trouble, try again" must not catch it. Missing or unreadable files stay
+    :class:`FileIOError` (``context["not_found"]`` tells a missing one).
+    """
+
+    FILE_KINDS = (
+        "data file",
+        "position delete file",
+        "equality delete file",
+        "deletion vector",
+        "manifest",
+        "manifest list",
+        "table metadata",
+        "Puffin file",
+    )
+
+    @classmethod
+    def of(
+        cls, path: str | None, file_kind: str, reason: str, *, hint: str | None = None
+    ) -> CorruptFileError:
+        """The error for ``file_kind`` at ``path`` whose decoder said ``reason``, with the hint
+        that fits the kind of file unless ``hint`` is given."""
+        where = f"{file_kind} {path!r}" if path else file_kind
+        return cls(
+            f"cannot decode {where}: {reason}",
+            hint=hint if hint is not None else _CORRUPT_HINTS.get(file_kind),
+            path=path,
+            file_kind=file_kind,
+        )
+
+
+_RESTORE = "restore the file from a backup or a replica of the storage"
+_CORRUPT_HINTS = {
+    "data file": f"{_RESTORE}, or remove it from the table (Transaction.delete_files) and re-ingest "
+    "its rows; its rows cannot be read as it is",
+    "position delete file": f"{_RESTORE}; until then the data files it covers cannot be read, because "
+    "rows it deletes would reappear",
+    "equality delete file": f"{_RESTORE}; until then the data files it covers cannot be read, because "
+    "rows it deletes would reappear",
+    "deletion vector": f"{_RESTORE}; until then the data file it covers cannot be read, because rows it "
+    "deletes would reappear",
+    "manifest": f"{_RESTORE}, or roll the table back to a snapshot that does not use it "
+    "(manage_snapshots().rollback_to); the files it lists cannot be planned",
+    "manifest list": f"{_RESTORE}, or roll the table back to another snapshot "
+    "(manage_snapshots().rollback_to)",
+    "table metadata": f"{_RESTORE}, or point the catalog at an earlier metadata file with "
+    "register_table(..., overwrite=True)",
+}
 
 
 class NotFoundError(IcefloeError, LookupError):

@@ -18,7 +18,9 @@ unique codes + searchsorted), so the codes never overflow and matching stays O(n
 
 Delete-file reads are cached in a small LRU (by path, bounded by bytes) shared by the tasks that a
 process reads, so a delete file covering many data files (or a data file split into several tasks)
-is read once.
+is read once. A delete file that does not decode raises
+:class:`~icefloe.errors.CorruptFileError` naming it: the data files it covers cannot be read
+without it (the rows it deletes would come back).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ import pyarrow.parquet as pq
 
 from icefloe.arrow._name_mapping import annotate_field_ids, has_field_ids, mapping_from_schema
 from icefloe.arrow.schema import field_id_of
-from icefloe.errors import InvalidMetadataError, SchemaError, UnsupportedFeatureError
+from icefloe.errors import CorruptFileError, InvalidMetadataError, SchemaError, UnsupportedFeatureError
 from icefloe.io import FileIO
+from icefloe.io._decode import EQUALITY_DELETE_FILE, POSITION_DELETE_FILE, decoding
 from icefloe.io.puffin import deletion_vector_positions, read_blob
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.schema import Schema
@@ -149,7 +152,9 @@ class DeleteLoader:
             )
         blob = read_blob(io, d.file_path, d.content_offset, d.content_size_in_bytes)
         self.files_read += 1
-        positions: Int64Array = deletion_vector_positions(blob, f"deletion vector for {data_path}")
+        positions: Int64Array = deletion_vector_positions(
+            blob, f"deletion vector for {data_path}", path=d.file_path
+        )
         if len(positions) != d.record_count:
             raise InvalidMetadataError(
                 f"deletion vector for {data_path} holds {len(positions)} positions, its manifest entry "
@@ -158,12 +163,13 @@ class DeleteLoader:
         return positions
 
     def _read_whole_position_file(self, io: FileIO, d: DataFile) -> _PositionsByPath:
-        with io.new_input(d.file_path).open() as stream:
+        with decoding(d.file_path, POSITION_DELETE_FILE), io.new_input(d.file_path).open() as stream:
             pf = pq.ParquetFile(stream)
             path_col, pos_col = _position_columns(pf, d)
             # Paths repeat: read them dictionary-encoded (reusing the footer already parsed).
             pf = pq.ParquetFile(stream, metadata=pf.metadata, read_dictionary=[path_col])
             table = pf.read(columns=[path_col, pos_col])
+            _check_position_types(table, d)
         self.files_read += 1
         paths = table.column(0).combine_chunks()
         if not pa.types.is_dictionary(paths.type):
@@ -185,7 +191,7 @@ class DeleteLoader:
         return _PositionsByPath(by_path, nbytes)
 
     def _read_positions_for(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
-        with io.new_input(d.file_path).open() as stream:
+        with decoding(d.file_path, POSITION_DELETE_FILE), io.new_input(d.file_path).open() as stream:
             pf = pq.ParquetFile(stream)
             path_col, pos_col = _position_columns(pf, d)
             path_index = pf.schema_arrow.get_field_index(path_col)
@@ -200,6 +206,7 @@ class DeleteLoader:
             if not wanted:
                 return _EMPTY_POSITIONS
             table = pf.read_row_groups(wanted, columns=[path_col, pos_col])
+            _check_position_types(table, d)
         selected = table.filter(pc.equal(table.column(0), pa.scalar(data_path, pa.string())))
         pos = selected.column(1).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
         out: Int64Array = np.unique(pos)
@@ -220,7 +227,7 @@ class DeleteLoader:
         _check_parquet(d)
         eq_ids = tuple(d.equality_ids or ())
         key_schema = _key_schema(table_schema, eq_ids, d.file_path)
-        with io.new_input(d.file_path).open() as stream:
+        with decoding(d.file_path, EQUALITY_DELETE_FILE), io.new_input(d.file_path).open() as stream:
             pf = pq.ParquetFile(stream)
             file_schema = pf.schema_arrow
             annotated = not has_field_ids(file_schema)
@@ -258,11 +265,28 @@ def _position_columns(pf: pq.ParquetFile, d: DataFile) -> tuple[str, str]:
     pos_col = by_id.get(_POS_ID, "pos")
     names = set(pf.schema_arrow.names)
     if path_col not in names or pos_col not in names:
-        raise InvalidMetadataError(
-            f"position delete file {d.file_path} lacks the file_path/pos columns",
-            file=d.file_path,
+        raise CorruptFileError.of(
+            d.file_path,
+            POSITION_DELETE_FILE,
+            "it lacks the file_path/pos columns",
+            hint="the file is not a position delete file; restore the right file or remove it from the table",
         )
     return path_col, pos_col
+
+
+def _check_position_types(table: pa.Table, d: DataFile) -> None:
+    """``file_path`` must be text and ``pos`` an integer (other types would be misread silently)."""
+    path_type, pos_type = table.schema.field(0).type, table.schema.field(1).type
+    if pa.types.is_dictionary(path_type):
+        path_type = path_type.value_type
+    if not (pa.types.is_string(path_type) or pa.types.is_large_string(path_type)) or not pa.types.is_integer(
+        pos_type
+    ):
+        raise CorruptFileError.of(
+            d.file_path,
+            POSITION_DELETE_FILE,
+            f"file_path is {path_type} and pos is {pos_type}, not string and long",
+        )
 
 
 def _key_schema(table_schema: Schema, eq_ids: tuple[int, ...], delete_path: str) -> Schema:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe.arrow.apply_deletes import _check_parquet, _position_columns
+from icefloe.arrow.apply_deletes import _check_parquet, _check_position_types, _position_columns
 from icefloe.arrow.schema import field_id_of
+from icefloe.io._decode import POSITION_DELETE_FILE, decoding
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -29,11 +30,13 @@ def read_position_delete_file(
     from icefloe.arrow.reader import to_table_layout
 
     _check_parquet(delete_file)
-    with io.new_input(delete_file.file_path).open() as stream:
+    path = delete_file.file_path
+    with decoding(path, POSITION_DELETE_FILE), io.new_input(path).open() as stream:
         pf = pq.ParquetFile(stream)
         path_col, pos_col = _position_columns(pf, delete_file)
         row_col = next((f.name for f in pf.schema_arrow if field_id_of(f) == _ROW_ID), None)
         table = pf.read(columns=[c for c in (path_col, pos_col, row_col) if c is not None])
+        _check_position_types(table, delete_file)
     n = table.num_rows
     columns: dict[str, pa.Array | pa.ChunkedArray] = {
         "file_path": table.column(path_col).cast(pa.string()),

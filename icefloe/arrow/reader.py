@@ -20,6 +20,11 @@ afterwards.
 Row-group pruning reuses :class:`InclusiveMetricsEvaluator`: each row group's Parquet column
 statistics are presented as the metrics of a one-row-group data file, so a row group is skipped
 exactly when planning would skip a file with those metrics.
+
+A file that does not decode (no footer, a damaged page even in a later row group, not Parquet at
+all) raises :class:`~icefloe.errors.CorruptFileError` naming it, a missing one ``FileIOError``
+(``not_found``): the decode calls run inside ``icefloe.io._decode.decoding``, entered once per file
+and once per stream of batches, never per batch.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ from icefloe.expressions.visitors.inclusive_metrics import InclusiveMetricsEvalu
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.io import FileIO
+from icefloe.io._decode import DATA_FILE, decoding
+from icefloe.manifest import FileFormat
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -128,9 +135,17 @@ def read_task(
     if extra:
         read_schema = table_schema.select_ids(projected_schema.field_ids() | extra)
 
-    stream = io.new_input(task.file.file_path).open()
+    path = task.file.file_path
+    if task.file.file_format != FileFormat.PARQUET:
+        raise UnsupportedFeatureError(
+            f"data file {path} is {task.file.file_format.value}; only Parquet data files can be read",
+            file=path,
+        )
+    with decoding(path, DATA_FILE):
+        stream = io.new_input(path).open()
     try:
-        pf = pq.ParquetFile(stream)
+        with decoding(path, DATA_FILE):
+            pf = pq.ParquetFile(stream)
         yield from _read(
             pf, task, projected_schema, read_schema, residual, batch_size, name_mapping, table_schema, deletes
         )
@@ -149,7 +164,10 @@ def _read(
     table_schema: Schema,
     deletes: DeleteFilter | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    file_schema = pf.schema_arrow
+    path = task.file.file_path
+    with decoding(path, DATA_FILE):
+        file_schema = pf.schema_arrow
+        meta = pf.metadata
     annotated = not has_field_ids(file_schema)
     if annotated:
         mapping: Sequence[MappedField] = (
@@ -162,18 +180,23 @@ def _read(
     wanted = [by_id[f.field_id] for f in read_schema.fields if f.field_id in by_id]
     columns = [f.name for f in wanted]
 
-    meta = pf.metadata
     end = None if task.length is None else task.start + task.length
-    row_groups = [
-        i
-        for i in range(meta.num_row_groups)
-        if task.start <= row_group_start(meta.row_group(i))
-        and (end is None or row_group_start(meta.row_group(i)) < end)
-    ]
+    if task.start == 0 and (end is None or end >= task.file.file_size_in_bytes):
+        # The whole file: no need to look at the row groups' offsets (which also keeps corrupt
+        # column-chunk metadata away from pyarrow accessors that abort the process on it).
+        row_groups = list(range(meta.num_row_groups))
+    else:
+        row_groups = [
+            i
+            for i in range(meta.num_row_groups)
+            if task.start <= row_group_start(meta.row_group(i))
+            and (end is None or row_group_start(meta.row_group(i)) < end)
+        ]
     # Row groups whose statistics prove that every row matches the residual skip the filter.
     exact: frozenset[int] = frozenset()
     if residual is not None and PRUNE_ROW_GROUPS:
-        verdicts = prune_row_groups(meta, row_groups, file_schema, read_schema, residual, task.file)
+        with decoding(path, DATA_FILE):  # statistics come from the footer
+            verdicts = prune_row_groups(meta, row_groups, file_schema, read_schema, residual, task.file)
         row_groups = [i for i, _ in verdicts]
         exact = frozenset(i for i, all_match in verdicts if all_match)
     if not row_groups:
@@ -182,7 +205,7 @@ def _read(
     filter_mask = None if residual is None else arrow_mask(residual, read_schema)
     projected_arrow = read_arrow if read_schema is projected_schema else schema_to_arrow(projected_schema)
 
-    for first_row, raw, all_match in _positioned_batches(pf, row_groups, columns, batch_size, exact):
+    for first_row, raw, all_match in _positioned_batches(pf, row_groups, columns, batch_size, exact, path):
         n = raw.num_rows
         file_cols: dict[int, tuple[pa.Array, pa.Field]] = {}
         for i, f in enumerate(wanted):
@@ -212,10 +235,12 @@ def _positioned_batches(
     columns: list[str],
     batch_size: int,
     exact: frozenset[int] = frozenset(),
+    path: str = "",
 ) -> Iterator[tuple[int, pa.RecordBatch, bool]]:
     """Batches with the file position of their first row (what position deletes refer to) and
     whether all their rows lie in the row groups of ``exact``. Each contiguous run of row groups is
-    streamed from its first row index on (one reader per run: batches may span row groups)."""
+    streamed from its first row index on (one reader per run: batches may span row groups).
+    A page that does not decode raises :class:`CorruptFileError` naming ``path``."""
     meta = pf.metadata
     first_rows = [0]
     for i in range(meta.num_row_groups):
@@ -233,12 +258,15 @@ def _positioned_batches(
             spans[-1] = (spans[-1][0], first_rows[i + 1])
         else:
             spans.append((first_rows[i], first_rows[i + 1]))
-    for run in runs:
-        position = first_rows[run[0]]
-        for raw in _raw_batches(pf, run, columns, batch_size):
-            end = position + raw.num_rows
-            yield position, raw, any(lo <= position and end <= hi for lo, hi in spans)
-            position = end
+    # Pages are decoded lazily: a damaged page of a later row group fails in the middle of the
+    # stream. Only the decoder raises in here (the consumer's code runs outside this generator).
+    with decoding(path, DATA_FILE):
+        for run in runs:
+            position = first_rows[run[0]]
+            for raw in _raw_batches(pf, run, columns, batch_size):
+                end = position + raw.num_rows
+                yield position, raw, any(lo <= position and end <= hi for lo, hi in spans)
+                position = end
 
 
 def _raw_batches(

@@ -18,6 +18,7 @@ from icefloe.catalog._base import (
     to_namespace,
 )
 from icefloe.catalog._config import catalog_properties, load_catalog
+from icefloe.catalog._purge import PurgeReport
 
 __all__ = [
     "Catalog",
@@ -26,6 +27,7 @@ __all__ = [
     "Namespace",
     "NamespaceLike",
     "PropertiesUpdateSummary",
+    "PurgeReport",
     "TableCommit",
     "catalog_properties",
     "load_catalog",

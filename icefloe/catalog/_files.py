@@ -87,7 +87,7 @@ def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
             location=location,
             not_found=not_found or isinstance(e, FileNotFoundError),
         ) from e
-    return read_metadata_json(data)
+    return read_metadata_json(data, location)
 
 
 def reachable_files(io: FileIO, metadata: TableMetadata, metadata_location: str) -> list[list[str]]:

@@ -10,6 +10,8 @@
 
 A manifest entry of a deletion vector carries the blob's ``content_offset`` and
 ``content_size_in_bytes``, so reading one is a single ranged read that never touches the footer.
+
+Bytes that do not decode raise :class:`~icefloe.errors.CorruptFileError` naming the file.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from icefloe.errors import InvalidMetadataError, UnsupportedFeatureError
+from icefloe.errors import CorruptFileError, InvalidMetadataError, UnsupportedFeatureError
 from icefloe.io import FileIO
+from icefloe.io._decode import DELETION_VECTOR, decoding
 
 __all__ = [
     "DELETION_VECTOR_BLOB_TYPE",
@@ -60,41 +63,46 @@ class PuffinFooter:
     properties: dict[str, str]
 
 
-def read_blob(io: FileIO, path: str, offset: int, length: int) -> bytes:
+def read_blob(io: FileIO, path: str, offset: int, length: int, file_kind: str = DELETION_VECTOR) -> bytes:
     """The ``length`` bytes at ``offset`` of the file (one ranged read)."""
     if offset < 0 or length < 0:
-        raise InvalidMetadataError(f"bad blob range offset={offset} length={length} in {path}")
-    with io.new_input(path).open() as f:
+        raise InvalidMetadataError(f"bad blob range offset={offset} length={length} in {path}", file=path)
+    with decoding(path, file_kind), io.new_input(path).open() as f:
         f.seek(offset)
         data = f.read(length)
     if len(data) != length:
-        raise InvalidMetadataError(
-            f"Puffin file {path} ends inside the blob at offset {offset} (wanted {length} bytes)",
-            file=path,
+        raise CorruptFileError.of(
+            path,
+            file_kind,
+            f"the Puffin file ends inside the blob at offset {offset} (wanted {length} bytes)",
         )
     return data
 
 
-def read_footer(io: FileIO, path: str) -> PuffinFooter:
-    inp = io.new_input(path)
-    size = len(inp)
-    if size < len(PUFFIN_MAGIC) * 2 + _FOOTER_TRAILER:
-        raise InvalidMetadataError(f"{path} is too small to be a Puffin file", file=path)
-    with inp.open() as f:
-        f.seek(0)
-        head = f.read(4)
-        f.seek(size - _FOOTER_TRAILER)
-        trailer = f.read(_FOOTER_TRAILER)
-        payload_size, flags = struct.unpack("<iI", trailer[:8])
-        if head != PUFFIN_MAGIC or trailer[8:] != PUFFIN_MAGIC:
-            raise InvalidMetadataError(f"{path} is not a Puffin file (bad magic)", file=path)
-        footer_start = size - _FOOTER_TRAILER - payload_size - 4
-        if payload_size < 0 or footer_start < 4:
-            raise InvalidMetadataError(f"{path}: bad Puffin footer size {payload_size}", file=path)
-        f.seek(footer_start)
-        footer = f.read(4 + payload_size)
+def read_footer(io: FileIO, path: str, file_kind: str = "Puffin file") -> PuffinFooter:
+    def corrupt(reason: str) -> CorruptFileError:
+        return CorruptFileError.of(path, file_kind, reason)
+
+    with decoding(path, file_kind):
+        inp = io.new_input(path)
+        size = len(inp)
+        if size < len(PUFFIN_MAGIC) * 2 + _FOOTER_TRAILER:
+            raise corrupt(f"{size} bytes is too small to be a Puffin file")
+        with inp.open() as f:
+            f.seek(0)
+            head = f.read(4)
+            f.seek(size - _FOOTER_TRAILER)
+            trailer = f.read(_FOOTER_TRAILER)
+            payload_size, flags = struct.unpack("<iI", trailer[:8])
+            if head != PUFFIN_MAGIC or trailer[8:] != PUFFIN_MAGIC:
+                raise corrupt("not a Puffin file (bad magic)")
+            footer_start = size - _FOOTER_TRAILER - payload_size - 4
+            if payload_size < 0 or footer_start < 4:
+                raise corrupt(f"bad Puffin footer size {payload_size}")
+            f.seek(footer_start)
+            footer = f.read(4 + payload_size)
     if footer[:4] != PUFFIN_MAGIC:
-        raise InvalidMetadataError(f"{path}: Puffin footer does not start with the magic", file=path)
+        raise corrupt("the Puffin footer does not start with the magic")
     if flags & _FLAG_COMPRESSED:
         raise UnsupportedFeatureError(f"{path}: LZ4-compressed Puffin footers are not supported", file=path)
     try:
@@ -112,32 +120,38 @@ def read_footer(io: FileIO, path: str) -> PuffinFooter:
             )
             for b in obj.get("blobs", [])
         )
-    except (ValueError, KeyError, TypeError) as e:
-        raise InvalidMetadataError(f"{path}: unreadable Puffin footer: {e}", file=path) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise corrupt(f"unreadable Puffin footer: {type(e).__name__}: {e}") from e
     return PuffinFooter(blobs, dict(obj.get("properties", {})))
 
 
-def deletion_vector_positions(blob: bytes, where: str = "deletion vector") -> np.ndarray[Any, Any]:
-    """The deleted row positions of a ``deletion-vector-v1`` blob, sorted, as int64."""
+def deletion_vector_positions(
+    blob: bytes, where: str = "deletion vector", *, path: str | None = None
+) -> np.ndarray[Any, Any]:
+    """The deleted row positions of a ``deletion-vector-v1`` blob, sorted, as int64. A blob that
+    does not decode raises :class:`CorruptFileError` (naming ``path``, the Puffin file, if given)."""
     import pyroaring
 
+    def corrupt(reason: str) -> CorruptFileError:
+        return CorruptFileError.of(path, DELETION_VECTOR, f"{where}: {reason}")
+
     if len(blob) < 12:
-        raise InvalidMetadataError(f"{where}: blob of {len(blob)} bytes is too short")
+        raise corrupt(f"blob of {len(blob)} bytes is too short")
     (length,) = struct.unpack(">I", blob[:4])
     if length + 8 != len(blob):
-        raise InvalidMetadataError(f"{where}: length field {length} does not match the blob size {len(blob)}")
+        raise corrupt(f"length field {length} does not match the blob size {len(blob)}")
     body = blob[4 : 4 + length]
     if body[:4] != _DV_MAGIC:
-        raise InvalidMetadataError(f"{where}: not a deletion vector (bad magic {body[:4].hex()})")
+        raise corrupt(f"not a deletion vector (bad magic {body[:4].hex()})")
     (crc,) = struct.unpack(">I", blob[4 + length :])
     if zlib.crc32(body) != crc:
-        raise InvalidMetadataError(f"{where}: CRC-32 mismatch, the deletion vector is corrupt")
+        raise corrupt("CRC-32 mismatch, the deletion vector is corrupt")
     try:
         bitmap = pyroaring.BitMap64.deserialize(body[4:])
-    except (ValueError, RuntimeError) as e:
-        raise InvalidMetadataError(f"{where}: unreadable roaring bitmap: {e}") from None
+    except Exception as e:  # whatever the native decoder raises for bytes it cannot parse
+        raise corrupt(f"unreadable roaring bitmap: {type(e).__name__}: {e}") from e
     positions = np.frombuffer(bitmap.to_array(), dtype=np.uint64)
     if len(positions) and int(positions[-1]) > np.iinfo(np.int64).max:
-        raise InvalidMetadataError(f"{where}: position beyond the int64 range")
+        raise corrupt("position beyond the int64 range")
     out: np.ndarray[Any, Any] = positions.astype(np.int64)
     return out

@@ -24,7 +24,8 @@ from typing import IO, Any
 import fastavro
 from fastavro import schemaless_reader
 
-from icefloe.errors import FileIOError, InvalidMetadataError, ValidationError
+from icefloe.errors import CorruptFileError, FileIOError, ValidationError
+from icefloe.io._decode import note_file
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -361,26 +362,38 @@ def _parsed(schema_text: str) -> tuple[dict[str, Any], Any, bool]:
 
 class AvroFile:
     """An open Avro container: its metadata, writer schema (as JSON, logical types intact) and
-    records decoded without logical types."""
+    records decoded without logical types.
 
-    def __init__(self, stream: IO[bytes], location: str) -> None:
+    Bytes fastavro cannot decode (a bad header, schema or block: ``ValueError``, ``EOFError``,
+    ``zlib.error``, ``IndexError``, ``SchemaParseException``, ...) raise
+    :class:`~icefloe.errors.CorruptFileError` naming the file as ``file_kind``; so does a
+    failure while iterating the records."""
+
+    def __init__(self, stream: IO[bytes], location: str, file_kind: str = "Avro file") -> None:
         self.location = location
+        self.file_kind = file_kind
         # fastavro issues many tiny reads; on a pyarrow or remote stream each one crosses into
         # native code (or the network). Manifests and lists are small (Java rolls manifests at
         # 8 MiB), so decoding from memory is cheaper.
         try:
             data = stream.read()
-        except FileIOError:
+        except FileIOError as e:
+            note_file(e, location, file_kind)
             raise
         except OSError as e:
-            raise FileIOError(f"cannot read {location!r}: {e}", location=location) from e
+            raise FileIOError(
+                f"cannot read {file_kind} {location!r}: {e}",
+                location=location,
+                path=location,
+                file_kind=file_kind,
+            ) from e
         try:
             self._blocks = fastavro.block_reader(io.BytesIO(data))
             self.metadata: dict[str, str] = dict(self._blocks.metadata)
             self.schema, self._parsed, self._as_written = _parsed(self.metadata["avro.schema"])
-        except (ValueError, KeyError, EOFError) as e:
-            raise InvalidMetadataError(
-                f"{location!r} is not a valid Avro file: {e}", location=location
+        except Exception as e:  # anything fastavro or json raise on these bytes
+            raise CorruptFileError.of(
+                location, file_kind, f"not a valid Avro file: {type(e).__name__}: {e}"
             ) from e
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -397,7 +410,7 @@ class AvroFile:
                 data = block.bytes_
                 for _ in range(block.num_records):
                     yield schemaless_reader(data, parsed, None)
-        except (ValueError, EOFError, KeyError) as e:
-            raise InvalidMetadataError(
-                f"cannot decode Avro file {self.location!r}: {e}", location=self.location
+        except Exception as e:  # only fastavro runs in here: consumers' code is outside the generator
+            raise CorruptFileError.of(
+                self.location, self.file_kind, f"cannot decode an Avro block: {type(e).__name__}: {e}"
             ) from e

@@ -20,7 +20,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import fastavro
 
-from icefloe.errors import FileIOError, InvalidMetadataError, ValidationError
+from icefloe.errors import CorruptFileError, FileIOError, IcefloeError, InvalidMetadataError, ValidationError
+from icefloe.io._decode import MANIFEST_LIST, decoding
 from icefloe.manifest._avro import AvroFile, collect_named, struct_to_avro
 from icefloe.manifest._cache import LocationCache, file_size
 from icefloe.manifest._model import (
@@ -104,7 +105,7 @@ def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[Man
     parsed from a file of the same size at the same location is returned without decoding it
     again (see :mod:`icefloe.manifest._cache`).
     """
-    with io.new_input(path).open() as stream:
+    with decoding(path, MANIFEST_LIST), io.new_input(path).open() as stream:
         size = file_size(stream) if cache else None
         if size is not None:
             found = _CACHE.get(path, size)
@@ -117,11 +118,13 @@ def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[Man
 
 
 def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
-    avro = AvroFile(stream, path)
+    avro = AvroFile(stream, path, MANIFEST_LIST)
     try:
         top, summary = _plan(avro.metadata["avro.schema"])
     except InvalidMetadataError as e:
-        raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+        raise CorruptFileError.of(path, MANIFEST_LIST, f"the file is {e.message}") from e
+    except Exception as e:  # a schema that is JSON but not the shape of any Avro schema
+        raise CorruptFileError.of(path, MANIFEST_LIST, f"not a manifest list: {type(e).__name__}: {e}") from e
     get = top.get
     n_path, n_length, n_spec = top[500], top[501], top[502]
     n_content, n_seq, n_min_seq = get(517), get(515), get(516)
@@ -163,10 +166,7 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
                 )
             snapshot_id = rec[n_snap] if n_snap else None
             if snapshot_id is None:
-                raise InvalidMetadataError(
-                    f"manifest list {path!r} has a manifest without added_snapshot_id",
-                    location=path,
-                )
+                raise CorruptFileError.of(path, MANIFEST_LIST, "a manifest without added_snapshot_id")
             out.append(
                 manifest_file(
                     rec[n_path],
@@ -187,10 +187,11 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
                     rec[n_first_row] if n_first_row else None,
                 )
             )
-    except (KeyError, TypeError, ValueError) as e:
-        raise InvalidMetadataError(
-            f"manifest list {path!r} has an invalid entry: {e!r}", location=path
-        ) from e
+    except CorruptFileError:
+        raise
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, IcefloeError) as e:
+        # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
+        raise CorruptFileError.of(path, MANIFEST_LIST, f"invalid entry: {type(e).__name__}: {e}") from e
     return tuple(out)
 
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from icefloe.errors import InvalidMetadataError
+from icefloe.errors import CorruptFileError, IcefloeError, InvalidMetadataError
+from icefloe.io._decode import MANIFEST, decoding
 from icefloe.manifest._avro import AvroFile, collect_named, value_converter
 from icefloe.manifest._cache import LocationCache, file_size
 from icefloe.manifest._model import (
@@ -129,8 +130,8 @@ def _tuple(items: list[int] | None) -> tuple[int, ...] | None:
 
 def read_manifest_metadata(io: FileIO, path: str) -> dict[str, str]:
     """The Avro file metadata of a manifest (``schema``, ``partition-spec``, ...)."""
-    with io.new_input(path).open() as stream:
-        return AvroFile(stream, path).metadata
+    with decoding(path, MANIFEST), io.new_input(path).open() as stream:
+        return AvroFile(stream, path, MANIFEST).metadata
 
 
 #: Default bound of the process-wide cache of decoded manifests, in bytes of manifest files:
@@ -181,11 +182,12 @@ def read_manifest(
         manifest_file.first_row_id,
         manifest_file.content,
     )
-    stream = io.new_input(path).open()
+    with decoding(path, MANIFEST):
+        stream = io.new_input(path).open()
     try:
         size = file_size(stream) if cache else None
         found = None if size is None else _CACHE.get(path, size, variant)
-        avro = AvroFile(stream, path) if found is None else None  # reads the whole file
+        avro = AvroFile(stream, path, MANIFEST) if found is None else None  # reads the whole file
     finally:
         stream.close()
     if found is not None:
@@ -220,7 +222,9 @@ def _decode(
     try:
         plan = _plan(avro.metadata["avro.schema"])
     except InvalidMetadataError as e:
-        raise InvalidMetadataError(f"{path!r} is {e.message}", location=path) from e
+        raise CorruptFileError.of(path, MANIFEST, f"the file is {e.message}") from e
+    except Exception as e:  # a schema that is JSON but not the shape of any Avro schema
+        raise CorruptFileError.of(path, MANIFEST, f"not a manifest: {type(e).__name__}: {e}") from e
     df_names = plan.df
     n_status, n_df = plan.status, plan.data_file
     n_snap, n_seq, n_fseq = plan.snapshot_id, plan.sequence_number, plan.file_sequence_number
@@ -295,5 +299,8 @@ def _decode(
                 if fseq is None:
                     fseq = inherit_seq
             yield ManifestEntry(status, snapshot_id, seq, fseq, data_file)
-    except (KeyError, TypeError, ValueError) as e:
-        raise InvalidMetadataError(f"manifest {path!r} has an invalid entry: {e!r}", location=path) from e
+    except CorruptFileError:
+        raise
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, IcefloeError) as e:
+        # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
+        raise CorruptFileError.of(path, MANIFEST, f"invalid entry: {type(e).__name__}: {e}") from e

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from icefloe.errors import InvalidMetadataError, NoSuchSnapshotError, UnsupportedFeatureError
+from icefloe.errors import (
+    CorruptFileError,
+    IcefloeError,
+    InvalidMetadataError,
+    NoSuchSnapshotError,
+    UnsupportedFeatureError,
+)
 from icefloe.spec.partition import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshot import (
@@ -34,6 +40,10 @@ __all__ = [
     "read_metadata_json",
     "write_metadata_json",
 ]
+
+# CorruptFileError.file_kind of metadata files (the same words as icefloe.io._decode, which the
+# spec layer does not import).
+_TABLE_METADATA = "table metadata"
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 """Format versions icefloe can read."""
@@ -192,15 +202,28 @@ class TableMetadata:
         return metadata_to_json(self)
 
 
-def read_metadata_json(data: str | bytes) -> TableMetadata:
-    """Parse a ``*.metadata.json`` file (format v1, v2 or v3)."""
+def read_metadata_json(data: str | bytes, location: str | None = None) -> TableMetadata:
+    """Parse a ``*.metadata.json`` file (format v1, v2 or v3) read from ``location``.
+
+    Text that is not table metadata (not JSON, truncated, missing fields, fields of the wrong type,
+    broken invariants) raises :class:`CorruptFileError` naming ``location``; a format version
+    newer than icefloe reads raises :class:`UnsupportedFeatureError`."""
     from icefloe.spec._wire import metadata_from_json
 
     try:
         obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidMetadataError(f"table metadata is not valid JSON: {e}") from None
-    return TableMetadata(**metadata_from_json(obj))
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise CorruptFileError.of(location, _TABLE_METADATA, f"not valid JSON: {e}") from e
+    try:
+        return TableMetadata(**metadata_from_json(obj))
+    except (UnsupportedFeatureError, CorruptFileError):
+        raise
+    except IcefloeError as e:
+        raise CorruptFileError.of(location, _TABLE_METADATA, e.message, hint=e.hint) from e
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError) as e:
+        raise CorruptFileError.of(
+            location, _TABLE_METADATA, f"invalid table metadata: {type(e).__name__}: {e}"
+        ) from e
 
 
 def write_metadata_json(metadata: TableMetadata) -> str:
