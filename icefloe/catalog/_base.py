@@ -17,7 +17,9 @@ The commit path (`Catalog.commit_table`)::
 from __future__ import annotations
 
 import difflib
+import posixpath
 import threading
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,10 +29,10 @@ from icefloe.catalog._files import (
     delete_files,
     metadata_file_location,
     parse_metadata_version,
-    reachable_files,
     read_metadata_file,
     write_metadata_file,
 )
+from icefloe.catalog._purge import PurgePlan, PurgeReport, plan_purge
 from icefloe.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -96,40 +98,115 @@ class TableCommit:
     updates: Sequence[MetadataUpdate] = ()
 
 
+# Names become path segments of table locations (<warehouse>/<namespace levels>/<table>), so a
+# name must be one segment that stays where it is put. Java's catalogs leave this to the file
+# system; here a name that could climb out of the warehouse never reaches a FileIO.
+_NAME_HINT = (
+    "namespace and table names become directories of the warehouse: use names without '/' or "
+    "'\\' and without control characters, other than '.' and '..' (letters of any script, digits, "
+    "spaces, '-', '_' are fine)"
+)
+
+
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a namespace level or table name, or None when it can."""
+    if name in (".", ".."):
+        return f"{name!r} is a relative path segment"
+    for sep in ("/", "\\"):
+        if sep in name:
+            return f"it contains the path separator {sep!r}"
+    for ch in name:
+        if unicodedata.category(ch) in ("Cc", "Cs"):
+            return f"it contains the control character {ch!r}"
+    return None
+
+
+def _check_name(name: object, kind: str, whole: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValidationError(
+            f"invalid {kind} name in {whole!r}: names must be non-empty strings",
+            hint="write namespaces as 'db' or 'db.schema' and tables as 'db.table', or as tuples "
+            "('db', 'table')",
+            name=name,
+        )
+    problem = _name_problem(name)
+    if problem is not None:
+        raise ValidationError(f"invalid {kind} name {name!r}: {problem}", hint=_NAME_HINT, name=name)
+    return name
+
+
 def to_namespace(namespace: NamespaceLike) -> Namespace:
-    """``"a.b"`` or ``("a", "b")`` -> ``("a", "b")``; ``""`` / ``()`` is the root."""
+    """``"a.b"`` or ``("a", "b")`` -> ``("a", "b")``; ``""`` / ``()`` is the root.
+
+    Every level must be a non-empty string that is a single, safe path segment (no '/', '\\',
+    control characters, not '.' or '..'); a level cannot contain '.' either. `ValidationError`
+    otherwise."""
     if isinstance(namespace, str):
         levels: tuple[Any, ...] = tuple(namespace.split(".")) if namespace else ()
     else:
         levels = tuple(namespace)
     for level in levels:
-        if not isinstance(level, str) or not level:
-            raise ValidationError(
-                f"invalid namespace {namespace!r}: every level must be a non-empty string",
-                hint="write namespaces as 'db' or 'db.schema', or as a tuple ('db', 'schema')",
-            )
+        _check_name(level, "namespace", namespace)
         if "." in level:
             raise ValidationError(
                 f"invalid namespace level {level!r}: a level cannot contain '.'",
                 hint="catalogs store namespaces joined by '.', the way Iceberg's JDBC catalog does",
+                name=level,
             )
     return levels
 
 
 def to_identifier(identifier: IdentifierLike) -> Identifier:
     """``"ns.tbl"``, ``"a.b.tbl"`` or ``("a", "b", "tbl")`` -> a tuple whose last element is the
-    table name and whose other elements are the namespace levels."""
+    table name and whose other elements are the namespace levels.
+
+    The table name follows the rules of namespace levels (`to_namespace`) except that it may
+    contain '.' (``("db", "a.b")`` is table ``a.b``); `ValidationError` otherwise."""
     if isinstance(identifier, str):
         parts: tuple[Any, ...] = tuple(identifier.split("."))
     else:
         parts = tuple(identifier)
-    if len(parts) < 2 or not all(isinstance(p, str) and p for p in parts):
+    if len(parts) < 2:
         raise ValidationError(
             f"invalid table identifier {identifier!r}",
             hint="name tables with their namespace: 'db.table' or ('db', 'table')",
         )
     to_namespace(parts[:-1])
+    _check_name(parts[-1], "table", identifier)
     return parts
+
+
+def _location_below(parent: str, *names: str) -> str:
+    """``parent/name/...``, refused with `ValidationError` unless the result, normalised, lies
+    strictly below ``parent`` (normalised too): a default location cannot leave its namespace's
+    location, whatever the names hold."""
+    base = parent.rstrip("/")
+    location = "/".join([base, *names])
+    if not _is_below(location, base):
+        raise ValidationError(
+            f"the location {location!r} would not lie inside {parent!r}",
+            hint=_NAME_HINT,
+            location=location,
+            parent=parent,
+        )
+    return location
+
+
+def _normalised(location: str) -> tuple[str, str]:
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        scheme, rest = "", location
+    path = rest.replace("\\", "/")
+    return scheme.lower(), posixpath.normpath(path) if path else path
+
+
+def _is_below(child: str, parent: str) -> bool:
+    child_scheme, child_path = _normalised(child)
+    parent_scheme, parent_path = _normalised(parent)
+    if child_scheme != parent_scheme:
+        return False
+    prefix = parent_path if parent_path.endswith("/") else parent_path + "/"
+    return child_path.startswith(prefix) and len(child_path) > len(prefix)
 
 
 def child_namespaces(known: Iterable[Namespace], parent: Namespace) -> list[Namespace]:
@@ -304,7 +381,7 @@ class Catalog(ABC):
         namespace, name = identifier[:-1], identifier[-1]
         ns_location = self.load_namespace_properties(namespace).get(LOCATION)
         if ns_location:
-            return f"{ns_location.rstrip('/')}/{name}"
+            return _location_below(ns_location, name)
         warehouse = self.properties.get(WAREHOUSE)
         if not warehouse:
             raise ConfigError(
@@ -314,7 +391,8 @@ class Catalog(ABC):
                 "or pass location= to create_table",
             )
         # Java's JdbcCatalog layout: <warehouse>/<ns level>/.../<table>
-        return "/".join([warehouse.rstrip("/"), *namespace, name])
+        ns_location = _location_below(warehouse, *namespace) if namespace else warehouse
+        return _location_below(ns_location, name)
 
     # ------------------------------------------------------------------ tables
     def table_exists(self, identifier: IdentifierLike) -> bool:
@@ -404,24 +482,25 @@ class Catalog(ABC):
         self._insert_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)
 
-    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> PurgeReport | None:
         """Remove a table from the catalog. With ``purge`` also delete every file its metadata
         references (data and delete files, manifests, manifest lists, statistics, metadata
-        files); files are found through the metadata, never by listing."""
+        files); files are found through the metadata, never by listing.
+
+        Returns None without ``purge``, else a `PurgeReport`. Damaged or missing manifest lists,
+        manifests or metadata files do not stop a purge: the table is dropped, what can be
+        reached is deleted, and the report lists the files it could not read (``unreadable``)
+        or delete (``not_deleted``); ``report.complete`` tells whether nothing was left behind."""
         ident = to_identifier(identifier)
         location = self._load_pointer(ident)
         if location is None:
             raise self._no_such_table(ident)
-        groups: list[list[str]] = []
-        io: FileIO | None = None
+        plan: PurgePlan | None = None
         if purge:
-            io = self._io(location)
-            groups = reachable_files(io, self._read(location), location)
+            plan = plan_purge(self._io(location), location)  # read everything before dropping
         if not self._delete_pointer(ident):
             raise self._no_such_table(ident)
-        if io is not None:
-            for group in groups:
-                delete_files(io, group)
+        return None if plan is None else plan.execute()
 
     def rename_table(self, from_identifier: IdentifierLike, to_identifier_: IdentifierLike) -> Table:
         """Rename (or move to another namespace); files stay where they are."""

@@ -35,6 +35,7 @@ from icefloe.catalog._base import (
     to_identifier,
     to_namespace,
 )
+from icefloe.catalog._purge import PurgeReport
 from icefloe.errors import ConfigError, IcefloeError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO, load_file_io
 from icefloe.spec.schema import Schema
@@ -550,8 +551,10 @@ class RestCatalog(Catalog):
         self._remember(ident, loaded)
         return self._table_from(ident, loaded)
 
-    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Remove the table; with ``purge`` the server also deletes its files."""
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> PurgeReport | None:
+        """Remove the table; with ``purge`` the server also deletes its files. The REST protocol
+        answers a drop with no body, so the report of a purge only says that the server ran it
+        (``by_server``); the server logs the files it could not read or delete."""
         from icefloe.catalog._rest_http import RestCall
 
         ident = to_identifier(identifier)
@@ -560,6 +563,7 @@ class RestCatalog(Catalog):
         params = {"purgeRequested": "true"} if purge else None
         self._send("DELETE", self._route(TABLE, namespace=ident[:-1], table=ident[-1]), call, params=params)
         self._forget(ident)
+        return PurgeReport(by_server=True) if purge else None
 
     def rename_table(self, from_identifier: IdentifierLike, to_identifier_: IdentifierLike) -> Table:
         from icefloe.catalog._rest_http import RestCall

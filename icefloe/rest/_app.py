@@ -276,6 +276,23 @@ def create_app(
         response: Response = await call_next(request)
         return response
 
+    @app.middleware("http")
+    async def refuse_encoded_slash(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        # The router matches the decoded path, so a name holding an encoded '/' would otherwise be
+        # answered "no such route"; such a name is invalid (to_identifier), say so like for others.
+        raw_path = request.scope.get("raw_path") or b""
+        if b"%2f" in raw_path.lower():
+            return _error_response(
+                RestError(
+                    400,
+                    "BadRequestException",
+                    "invalid name in the request path: it contains the path separator '/' (%2F); "
+                    "namespace and table names cannot contain '/' or '\\'",
+                )
+            )
+        response: Response = await call_next(request)
+        return response
+
     @app.post("/v1/oauth/tokens")
     async def oauth_tokens(request: Request) -> Response:
         try:

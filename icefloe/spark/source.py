@@ -61,6 +61,7 @@ from icefloe.expressions import (
 )
 from icefloe.io import load_file_io
 from icefloe.spark._config import catalog_from_options
+from icefloe.spark._merge_schema import commit_merged_schema, merge_for_write
 from icefloe.spark.metadata import (
     ArrowTableReader,
     MetadataTarget,
@@ -321,9 +322,11 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         target_file_size: int | None,
         branch: str | None = None,
         wap_id: str | None = None,
+        merge_schema: str | None = None,
     ) -> None:
         self.branch = branch
         self.wap_id = wap_id
+        self.merge_schema = merge_schema  # merge-schema: the schema change the files were written for
         self.options = options
         self.spark_conf = spark_conf
         self.identifier = identifier
@@ -366,15 +369,22 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
             props["wap.id"] = self.wap_id
         tx = table.transaction(self.branch) if self.branch else table.transaction()
         try:
+            if self.merge_schema is not None:
+                commit_merged_schema(tx, self.merge_schema)  # in the same commit as the files
             if self.mode == "append":
-                tx.append_files(files, snapshot_properties=props)
+                # the executors wrote these files for this job: they are icefloe's to delete
+                tx.append_files(files, snapshot_properties=props, delete_on_failure=True)
             elif self.mode == "dynamic":
                 if not files:
                     return
-                _tx_method(tx, "replace_partitions_files")(files, snapshot_properties=props)
+                _tx_method(tx, "replace_partitions_files")(
+                    files, snapshot_properties=props, delete_on_failure=True
+                )
             else:
                 where = self.overwrite_filter if self.mode == "overwrite-filter" else AlwaysTrue()
-                _tx_method(tx, "overwrite_files")(files, delete_filter=where, snapshot_properties=props)
+                _tx_method(tx, "overwrite_files")(
+                    files, delete_filter=where, snapshot_properties=props, delete_on_failure=True
+                )
             tx.commit()
         except CommitStateUnknownError:
             raise  # the files may be committed: never delete them
@@ -529,7 +539,9 @@ class IcefloeDataSource(ds.DataSource):
         options = self._options()
         identifier = _table_name(options)
         table = self._table()
-        check_spark_schema(schema, table.schema())
+        # merge-schema: the executors write with the merged schema; commit() adds it to the table
+        write_metadata, merge_schema = merge_for_write(table.metadata, schema, options)
+        check_spark_schema(schema, write_metadata.schema())
         if table.format_version != 2:
             raise UnsupportedFeatureError(
                 f"table {table.name} is format version {table.format_version}; icefloe writes version 2",
@@ -557,9 +569,10 @@ class IcefloeDataSource(ds.DataSource):
             options=options,
             spark_conf=self.spark_conf,
             identifier=identifier,
-            metadata_json=write_metadata_json(table.metadata),
+            metadata_json=write_metadata_json(write_metadata),
             io_properties=dict(table.io.properties),
             mode=mode,
+            merge_schema=merge_schema,
             overwrite_filter=overwrite_filter,
             target_file_size=_int_option(options, TARGET_FILE_SIZE, None),
         )

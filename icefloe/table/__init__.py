@@ -7,6 +7,8 @@ from icefloe.table.inspect import InspectTable
 from icefloe.table.manage_snapshots import ManageSnapshots
 from icefloe.table.scan import DataScan
 from icefloe.table.transaction import Transaction
+from icefloe.table.update_schema import UpdateSchema
+from icefloe.table.update_spec import UpdateSpec
 
 __all__ = [
     "ChangelogScan",
@@ -16,4 +18,6 @@ __all__ = [
     "ManageSnapshots",
     "Table",
     "Transaction",
+    "UpdateSchema",
+    "UpdateSpec",
 ]

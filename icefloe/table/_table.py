@@ -7,7 +7,7 @@ changes in :mod:`icefloe.table.transaction` and the snapshot producers of :mod:`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from icefloe.expressions import BooleanExpression
 from icefloe.spec.snapshot import MAIN_BRANCH
@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from icefloe.table.incremental import IncrementalAppendScan
     from icefloe.table.inspect import InspectTable
     from icefloe.table.manage_snapshots import ManageSnapshots
+    from icefloe.table.replace_sort_order import ReplaceSortOrder, SortTermLike
     from icefloe.table.scan import DataScan
     from icefloe.table.transaction import Transaction
+    from icefloe.table.update_schema import UpdateSchema
+    from icefloe.table.update_spec import UpdateSpec
 
 __all__ = ["Table"]
 
@@ -141,6 +144,42 @@ class Table:
 
         return ManageSnapshots(self)
 
+    def update_schema(
+        self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
+    ) -> UpdateSchema:
+        """Schema evolution, committed atomically when the block ends:
+        ``with table.update_schema() as u: u.add_column("a.b", pa.int64())`` (docs/evolution.md)."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(
+            self, case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes
+        )
+
+    def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
+        """Partition evolution, committed atomically when the block ends:
+        ``with table.update_spec() as u: u.add_field("hour(ts)")`` (docs/evolution.md)."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    @overload
+    def replace_sort_order(self, *, case_sensitive: bool = True) -> ReplaceSortOrder: ...
+    @overload
+    def replace_sort_order(
+        self, term: SortTermLike, *terms: SortTermLike, case_sensitive: bool = True
+    ) -> SortOrder: ...
+    def replace_sort_order(
+        self, *terms: SortTermLike, case_sensitive: bool = True
+    ) -> ReplaceSortOrder | SortOrder:
+        """The order writers sort data files by (docs/evolution.md, "Sort orders"). With terms
+        (``"id"``, ``"day(ts) desc nulls last"``, or SortField objects) it commits at once and returns
+        the order; without, it returns a builder that commits when its block ends:
+        ``with table.replace_sort_order() as so: so.asc("id").desc("day(ts)")`` (no terms in
+        the block, or ``table.replace_sort_order().commit()``: the unsorted order)."""
+        from icefloe.table.replace_sort_order import replace_sort_order
+
+        return replace_sort_order(self, terms, case_sensitive=case_sensitive)
+
     @property
     def inspect(self) -> InspectTable:
         """Metadata tables as Arrow tables: ``table.inspect.snapshots()``, ``.files()``, ..."""
@@ -173,12 +212,14 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
+        schema_evolution: str | None = None,
     ) -> Snapshot | None:
         """Append Arrow data as one new snapshot (a fast append) to ``branch``. Returns the
         snapshot, or None when there was no row to append. On any error the table is left as it
-        was."""
+        was. ``schema_evolution="merge"`` first adds the data's new columns and widens types, in
+        the same commit."""
         tx = self.transaction(branch)
-        tx.append(data, snapshot_properties=snapshot_properties)
+        tx.append(data, snapshot_properties=snapshot_properties, schema_evolution=schema_evolution)
         committed = tx.commit()
         return committed[0] if committed else None
 
@@ -212,9 +253,13 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
+        schema_evolution: str | None = None,
     ) -> Snapshot | None:
         """Replace the rows matching ``where`` (every row by default) with ``data``, atomically."""
-        return self._one_action(lambda tx: tx.overwrite(data, where, snapshot_properties), branch)
+        return self._one_action(
+            lambda tx: tx.overwrite(data, where, snapshot_properties, schema_evolution=schema_evolution),
+            branch,
+        )
 
     def upsert(
         self,
@@ -223,10 +268,14 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
+        schema_evolution: str | None = None,
     ) -> Snapshot | None:
         """Insert ``data``, replacing the rows with the same ``key_columns`` (per
         ``write.merge.mode``), in one atomic commit."""
-        return self._one_action(lambda tx: tx.upsert(data, key_columns, snapshot_properties), branch)
+        return self._one_action(
+            lambda tx: tx.upsert(data, key_columns, snapshot_properties, schema_evolution=schema_evolution),
+            branch,
+        )
 
     def replace_partitions(
         self,
@@ -234,9 +283,13 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
+        schema_evolution: str | None = None,
     ) -> Snapshot | None:
         """Dynamic partition overwrite: ``data`` replaces every partition it has rows in."""
-        return self._one_action(lambda tx: tx.replace_partitions(data, snapshot_properties), branch)
+        return self._one_action(
+            lambda tx: tx.replace_partitions(data, snapshot_properties, schema_evolution=schema_evolution),
+            branch,
+        )
 
     def __repr__(self) -> str:
         snap = self.current_snapshot()

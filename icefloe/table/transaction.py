@@ -9,6 +9,14 @@ Each queued action is staged on the transaction's working metadata right away, s
 the transaction started from as its starting snapshot and ignores the transaction's own
 snapshots when it checks for conflicts: only commits of others can conflict.
 
+Files and cleanup: a failed commit, or an abandoned transaction (an exception inside
+``with table.transaction() as tx:``), deletes only what icefloe wrote for it (manifests, manifest
+lists, and the data and delete files of ``append``, ``overwrite``, ``delete``, ``upsert``, ...).
+Files a caller hands in (``append_files``, ``overwrite_files``, ``replace_partitions_files``,
+``row_delta``, ``rewrite_files``) are checked first (:mod:`icefloe.transaction._added_files`) and
+are never deleted unless the caller passes ``delete_on_failure=True``. Nothing is deleted when a
+commit's outcome is unknown.
+
 Row operations and the table properties they honour::
 
     delete(where)               write.delete.mode, write.delete.isolation-level
@@ -20,15 +28,18 @@ Row operations and the table properties they honour::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import BooleanExpression
 from icefloe.spec.properties import bool_property
 from icefloe.spec.snapshot import MAIN_BRANCH
 from icefloe.spec.updates import MetadataUpdate, RemoveProperties, SetProperties, apply_updates
+from icefloe.table.update_schema import UpdateSchema, merge_input_schema
+from icefloe.table.update_spec import UpdateSpec
+from icefloe.transaction._added_files import check_added_files
 from icefloe.transaction._commit import CommitStats, commit_actions
 from icefloe.transaction._merging import MergingProducer, starting_snapshot_id
 from icefloe.transaction._producer import SnapshotProducer, branch_head
@@ -143,6 +154,25 @@ class Transaction:
             with contextlib.suppress(FileIOError):
                 self._table.io.delete(f.file_path)
 
+    def _check_files(
+        self, files: Iterable[DataFile], content: Literal["data", "deletes"], method: str
+    ) -> list[DataFile]:
+        """The caller's files as a list, refused (`ValidationError`, nothing touched) unless the
+        table can reference them."""
+        added = list(files)
+        check_added_files(self._table.io, self._working, added, content=content, method=method)
+        return added
+
+    def _queue_new(self, build: Callable[[], SnapshotProducer], owned: Iterable[DataFile] = ()) -> None:
+        """Build an action and queue it; if building it fails, the files icefloe wrote for it
+        (``owned``) are deleted (queueing cleans up after itself)."""
+        try:
+            action = build()
+        except BaseException:
+            self._discard(owned)
+            raise
+        self._queue(action)
+
     # ------------------------------------------------------------------ appends
     def append(
         self,
@@ -150,14 +180,18 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str | None = None,
+        schema_evolution: str | None = None,
     ) -> list[DataFile]:
         """Write ``data`` as Parquet now and queue an append of the files (a merge append when
-        ``commit.manifest-merge.enabled`` is true, else a fast append) to ``branch``."""
+        ``commit.manifest-merge.enabled`` is true, else a fast append) to ``branch``.
+        ``schema_evolution="merge"`` first queues the schema change that adds the data's new
+        columns and widens types (docs/evolution.md)."""
         self._check_writable()
         name = self._branch(branch)
+        data = merge_input_schema(self, data, schema_evolution)
         files = self._write(data)
         if files:
-            self._append(files, True, snapshot_properties, name)
+            self._append(files, snapshot_properties, name, owns=True)
         return files
 
     def append_files(
@@ -165,18 +199,32 @@ class Transaction:
         files: Iterable[DataFile],
         snapshot_properties: dict[str, str] | None = None,
         *,
-        delete_on_failure: bool = True,
+        delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
-        """Queue an append of data files written elsewhere (e.g. by Spark executors)."""
-        self._check_writable()
-        self._append(list(files), delete_on_failure, snapshot_properties, self._branch(branch))
+        """Queue an append of data files written elsewhere (e.g. by Spark executors).
 
-    def _append(self, files: list[DataFile], owns: bool, props: dict[str, str] | None, branch: str) -> None:
+        Each file is checked now: a data file (no delete files), in a format Iceberg allows, at
+        a path the table's FileIO can address, existing, of ``file_size_in_bytes``; otherwise
+        `ValidationError` names it and nothing changes. The files stay the caller's: a failed
+        commit or an abandoned transaction leaves them in place, unless ``delete_on_failure`` is
+        true (then a commit that fails for sure, or abandoning the transaction, deletes them;
+        never a commit whose outcome is unknown, nor a failed check)."""
+        self._check_writable()
+        name = self._branch(branch)
+        added = self._check_files(files, "data", "append_files")
+        self._append(added, snapshot_properties, name, owns=delete_on_failure)
+
+    def _append(
+        self, files: list[DataFile], props: dict[str, str] | None, branch: str, *, owns: bool
+    ) -> None:
         # Fast appends unless the table asks for merging (PyIceberg's default; Java merges).
         merge = bool_property(self._props, MERGE_ENABLED, False)
         cls = MergeAppend if merge else FastAppend
-        self._queue(cls(self._table.io, files, owns_files=owns, snapshot_properties=props, branch=branch))
+        self._queue_new(
+            lambda: cls(self._table.io, files, owns_files=owns, snapshot_properties=props, branch=branch),
+            files if owns else (),
+        )
 
     # ------------------------------------------------------------------ overwrites
     def overwrite_files(
@@ -185,47 +233,69 @@ class Transaction:
         delete_filter: str | BooleanExpression = "true",
         snapshot_properties: dict[str, str] | None = None,
         *,
-        delete_on_failure: bool = True,
+        delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
         """Remove the rows matching ``delete_filter`` (wholly matching files by metadata, partially
-        matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot."""
-        from icefloe.arrow.row_match import FilterMatcher
-        from icefloe.table._row_ops import COPY_ON_WRITE, remove_rows, to_filter
+        matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot.
+
+        ``files`` are checked and stay the caller's as in `append_files` (``delete_on_failure``
+        likewise); the rewrites icefloe writes are its own and go when the commit fails."""
+        from icefloe.table._row_ops import to_filter
 
         self._check_writable()
-        added = list(files)
+        name = self._branch(branch)
+        expr = to_filter(delete_filter, self._working.schema())
+        added = self._check_files(files, "data", "overwrite_files")
+        self._overwrite(added, expr, snapshot_properties, name, owns=delete_on_failure)
+
+    def _overwrite(
+        self,
+        added: list[DataFile],
+        expr: BooleanExpression,
+        snapshot_properties: dict[str, str] | None,
+        branch: str,
+        *,
+        owns: bool,
+    ) -> None:
+        """Queue an overwrite adding ``added``; ``owns``: whether icefloe may delete them."""
+        from icefloe.arrow.row_match import FilterMatcher
+        from icefloe.table._row_ops import COPY_ON_WRITE, remove_rows
+
         io = self._table.io
+        mine = list(added) if owns else []
         try:
-            name = self._branch(branch)
-            expr = to_filter(delete_filter, self._working.schema())
             changes = remove_rows(
                 io,
                 self._working,
-                self._head(name),
+                self._head(branch),
                 FilterMatcher(self._working.schema(), expr),
                 expr,
                 COPY_ON_WRITE,
                 whole_file_filter=expr,
             )
         except BaseException:
-            if delete_on_failure:
-                self._discard(added)
+            self._discard(mine)
             raise
-        action = OverwriteFiles(
-            io,
-            self._working,
-            add=[*changes.added, *added],
-            remove=changes.removed,
-            conflict_filter=expr,
-            snapshot_properties=snapshot_properties,
-            owns_files=True,
-            **self._merging_kwargs("update", name),  # type: ignore[arg-type]
-        )
-        if not delete_on_failure:
-            # Only the rewrites are ours to delete; the caller's files are not.
-            action.not_owned = {f.file_path for f in added}
-        self._queue(action)
+
+        def build() -> OverwriteFiles:
+            kwargs = self._merging_kwargs("update", branch)
+            action = OverwriteFiles(
+                io,
+                self._working,
+                add=[*changes.added, *added],
+                remove=changes.removed,
+                conflict_filter=expr,
+                snapshot_properties=snapshot_properties,
+                owns_files=True,
+                **kwargs,  # type: ignore[arg-type]
+            )
+            if not owns:
+                # Only the rewrites are ours to delete; the caller's files are not.
+                action.not_owned = {f.file_path for f in added}
+            return action
+
+        self._queue_new(build, [*changes.added, *mine])
 
     def overwrite(
         self,
@@ -234,35 +304,46 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str | None = None,
+        schema_evolution: str | None = None,
     ) -> None:
         """Replace the rows matching ``where`` (all rows by default) with ``data``."""
         self._check_writable()
         from icefloe.table._row_ops import to_filter
 
         name = self._branch(branch)
-        to_filter(where, self._working.schema())  # a bad filter fails before anything is written
-        self.overwrite_files(self._write(data), where, snapshot_properties, branch=name)
+        data = merge_input_schema(self, data, schema_evolution)
+        expr = to_filter(where, self._working.schema())  # a bad filter fails before anything is written
+        self._overwrite(self._write(data), expr, snapshot_properties, name, owns=True)
 
     def replace_partitions_files(
         self,
         files: Iterable[DataFile],
         snapshot_properties: dict[str, str] | None = None,
         *,
-        delete_on_failure: bool = True,
+        delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
         """Dynamic partition overwrite: drop every live data file in the partitions ``files``
-        touch, and add ``files``."""
+        touch, and add ``files`` (checked, and kept on failure unless ``delete_on_failure``, as
+        in `append_files`)."""
         self._check_writable()
-        self._queue(
-            ReplacePartitions(
+        name = self._branch(branch)
+        added = self._check_files(files, "data", "replace_partitions_files")
+        self._replace_partitions(added, snapshot_properties, name, owns=delete_on_failure)
+
+    def _replace_partitions(
+        self, added: list[DataFile], snapshot_properties: dict[str, str] | None, branch: str, *, owns: bool
+    ) -> None:
+        self._queue_new(
+            lambda: ReplacePartitions(
                 self._table.io,
                 self._working,
-                files,
+                added,
                 snapshot_properties=snapshot_properties,
-                owns_files=delete_on_failure,
-                **self._merging_kwargs("update", self._branch(branch)),  # type: ignore[arg-type]
-            )
+                owns_files=owns,
+                **self._merging_kwargs("update", branch),  # type: ignore[arg-type]
+            ),
+            added if owns else (),
         )
 
     def replace_partitions(
@@ -271,12 +352,14 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str | None = None,
+        schema_evolution: str | None = None,
     ) -> None:
         self._check_writable()
         name = self._branch(branch)
+        data = merge_input_schema(self, data, schema_evolution)
         files = self._write(data)
         if files:
-            self.replace_partitions_files(files, snapshot_properties, branch=name)
+            self._replace_partitions(files, snapshot_properties, name, owns=True)
 
     # ------------------------------------------------------------------ row-level operations
     def delete(
@@ -327,6 +410,7 @@ class Transaction:
                     referenced_data_files=changes.referenced,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the delete files icefloe just wrote
                     **kwargs,  # type: ignore[arg-type]
                 )
                 action.remove_data_files(changes.removed)
@@ -338,6 +422,7 @@ class Transaction:
                     remove=changes.removed,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the rewrites icefloe just wrote
                     **kwargs,  # type: ignore[arg-type]
                 )
         except BaseException:
@@ -353,6 +438,7 @@ class Transaction:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str | None = None,
+        schema_evolution: str | None = None,
     ) -> None:
         """Insert ``data``, replacing every table row whose ``key_columns`` equal those of an
         input row (``write.merge.mode``). The input is streamed: it is written once while its key
@@ -370,6 +456,7 @@ class Transaction:
 
         self._check_writable()
         name = self._branch(branch)
+        data = merge_input_schema(self, data, schema_evolution)
         schema = self._working.schema()
         input_schema, batches = _arrow_batches(data)
         keys = check_key_columns(schema, input_schema, key_columns)
@@ -414,6 +501,7 @@ class Transaction:
                     referenced_data_files=changes.referenced,
                     conflict_filter=prefilter,
                     snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the input and delete files icefloe just wrote
                     **kwargs,  # type: ignore[arg-type]
                 )
                 action.remove_data_files(changes.removed)
@@ -425,6 +513,7 @@ class Transaction:
                     remove=changes.removed,
                     conflict_filter=prefilter,
                     snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the input and rewrites icefloe just wrote
                     **kwargs,  # type: ignore[arg-type]
                 )
         except BaseException:
@@ -443,10 +532,12 @@ class Transaction:
         conflict_filter: str | BooleanExpression | None = None,
         isolation_level: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
-        delete_on_failure: bool = True,
+        delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
-        """Queue a row delta: the merge-on-read primitive (data files plus delete files)."""
+        """Queue a row delta: the merge-on-read primitive (data files plus delete files). The
+        added files are checked and stay the caller's as in `append_files` (``delete_on_failure``
+        likewise)."""
         from icefloe.table._row_ops import to_filter
 
         self._check_writable()
@@ -454,12 +545,14 @@ class Transaction:
         if isolation_level is not None:
             kwargs["isolation_level"] = _check_level(isolation_level)
         expr = None if conflict_filter is None else to_filter(conflict_filter, self._working.schema())
+        data = self._check_files(add_data_files, "data", "row_delta")
+        deletes = self._check_files(add_delete_files, "deletes", "row_delta")
         self._queue(
             RowDelta(
                 self._table.io,
                 self._working,
-                add_data_files=add_data_files,
-                add_delete_files=add_delete_files,
+                add_data_files=data,
+                add_delete_files=deletes,
                 remove_delete_files=remove_delete_files,
                 referenced_data_files=referenced_data_files,
                 conflict_filter=expr,
@@ -478,21 +571,25 @@ class Transaction:
         add_deletes: Iterable[DataFile] = (),
         keep_sequence_number: bool = True,
         snapshot_properties: dict[str, str] | None = None,
-        delete_on_failure: bool = True,
+        delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
         """Queue a rewrite: replace files by files holding the same rows (compaction). The new
-        files keep the starting snapshot's data sequence number unless told otherwise."""
+        files keep the starting snapshot's data sequence number unless told otherwise. The added
+        files are checked and stay the caller's as in `append_files` (``delete_on_failure``
+        likewise: a compaction that wrote them itself passes True)."""
         self._check_writable()
         name = self._branch(branch)
+        added = self._check_files(add, "data", "rewrite_files")
+        added_deletes = self._check_files(add_deletes, "deletes", "rewrite_files")
         self._queue(
             RewriteFiles(
                 self._table.io,
                 self._working,
                 remove=remove,
-                add=add,
+                add=added,
                 remove_deletes=remove_deletes,
-                add_deletes=add_deletes,
+                add_deletes=added_deletes,
                 keep_sequence_number=keep_sequence_number,
                 snapshot_properties=snapshot_properties,
                 owns_files=delete_on_failure,
@@ -520,7 +617,26 @@ class Transaction:
             )
         )
 
-    # ------------------------------------------------------------------ properties
+    # ------------------------------------------------------------------ schema and properties
+    def update_schema(
+        self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
+    ) -> UpdateSchema:
+        """Schema changes committed with the transaction's other changes; writes queued after
+        the block use the new schema: ``with tx.update_schema() as u: u.add_column(...)``."""
+        self._check_open()
+        return UpdateSchema(
+            self._table,
+            case_sensitive=case_sensitive,
+            allow_incompatible_changes=allow_incompatible_changes,
+            transaction=self,
+        )
+
+    def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
+        """Partition spec changes committed with the transaction's other changes; writes queued
+        after the block use the new spec: ``with tx.update_spec() as u: u.add_field("hour(ts)")``."""
+        self._check_open()
+        return UpdateSpec(self._table, case_sensitive=case_sensitive, transaction=self)
+
     def set_properties(self, **properties: str) -> None:
         self._check_open()
         update = SetProperties(dict(properties))

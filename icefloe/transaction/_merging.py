@@ -57,7 +57,10 @@ def starting_snapshot_id(metadata: TableMetadata, branch: str) -> int | None:
 
 
 class MergingProducer(SnapshotProducer):
-    """Adds and removes data and delete files; subclasses choose the operation and the checks."""
+    """Adds and removes data and delete files; subclasses choose the operation and the checks.
+
+    ``owns_files=True`` hands the added files over to the action: a commit that fails for sure
+    deletes them, except the paths in ``not_owned``. The default (False) never deletes them."""
 
     def __init__(
         self,
@@ -66,7 +69,7 @@ class MergingProducer(SnapshotProducer):
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
-        owns_files: bool = True,
+        owns_files: bool = False,
         isolation_level: str = SERIALIZABLE,
         starting_snapshot: int | None = _UNSET,
     ) -> None:

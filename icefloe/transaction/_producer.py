@@ -79,6 +79,11 @@ class SnapshotProducer(ABC):
     Subclasses provide the operation, the validation against a (possibly newer) base, and the
     manifests of the new snapshot; this class writes the manifest list, names files, builds the
     snapshot and the updates, and remembers every file it wrote so a failed commit can clean up.
+
+    Ownership: a cleanup deletes the manifests and manifest lists the action wrote, and the data
+    or delete files it adds only when it was told it owns them (``owns_files=True`` on the
+    actions that add files; default False). icefloe passes True only for files it wrote itself in
+    the same operation; files a caller hands in are never deleted unless the caller asks.
     """
 
     operation: Operation
@@ -115,7 +120,8 @@ class SnapshotProducer(ABC):
         """Summary properties (without ``operation``)."""
 
     def data_files_written(self) -> Sequence[str]:
-        """Data or delete files this action wrote itself, deleted if the commit fails for sure."""
+        """Data or delete files this action owns (``owns_files``), deleted if the commit fails for
+        sure; never the files of a caller who did not hand over their ownership."""
         return ()
 
     # ------------------------------------------------------------------ shared machinery

@@ -37,7 +37,7 @@ class FastAppend(SnapshotProducer):
         io: FileIO,
         files: Iterable[DataFile],
         *,
-        owns_files: bool = True,
+        owns_files: bool = False,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
     ) -> None:

@@ -48,7 +48,7 @@ class RewriteFiles(MergingProducer):
         keep_sequence_number: bool = True,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
-        owns_files: bool = True,
+        owns_files: bool = False,
         starting_snapshot: int | None = _UNSET,
     ) -> None:
         super().__init__(

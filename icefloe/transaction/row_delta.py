@@ -53,7 +53,7 @@ class RowDelta(MergingProducer):
         conflict_filter: BooleanExpression | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
-        owns_files: bool = True,
+        owns_files: bool = False,
         isolation_level: str = SERIALIZABLE,
         starting_snapshot: int | None = _UNSET,
     ) -> None:

@@ -188,7 +188,8 @@ def queue_compaction(table: Table, tx: Transaction, part: str) -> None:
     delete_files = list({d.file_path: d for t in tasks for d in t.delete_files}.values())
     rows = scan.to_arrow()
     new_files = write_data_files(table.io, table.metadata, rows) if rows.num_rows else []
-    tx.rewrite_files(remove=data_files, add=new_files, remove_deletes=delete_files)
+    # The compaction wrote new_files for this operation: they are its own to delete on failure.
+    tx.rewrite_files(remove=data_files, add=new_files, remove_deletes=delete_files, delete_on_failure=True)
 
 
 # ---------------------------------------------------------------------- files and invariants
