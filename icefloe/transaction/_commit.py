@@ -94,8 +94,10 @@ def commit_actions(
         try:
             updates: list[MetadataUpdate] = list(extra_updates)
             requirements: list[TableRequirement] = list(extra_requirements)
-            working = current
             reuse = current is base and len(staged) == len(actions)
+            # The actions see the transaction's own metadata changes (properties, schema) on every
+            # attempt, not only on the first one, whose staged metadata already holds them.
+            working = apply_updates(current, extra_updates, None) if extra_updates and not reuse else current
             for i, action in enumerate(actions):
                 if reuse:
                     working = staged[i]
