@@ -5,9 +5,10 @@
 #
 #   scripts/seaweedfs.sh start DIR [--port N] [--bucket B] [--no-iceberg] [--table-bucket T]
 #                                                    # prints ICEFLOE_S3_* lines
+#   scripts/seaweedfs.sh env DIR [--catalog NAME]    # export ICEFLOE_CATALOG__NAME__S3__* lines (default: demo)
 #   scripts/seaweedfs.sh stop DIR
 #   eval "$(scripts/seaweedfs.sh start /tmp/s3 --port 20520)"
-#   ./run demo --warehouse "$ICEFLOE_S3_WAREHOUSE/demo" -p s3.endpoint="$ICEFLOE_S3_ENDPOINT" ...
+#   eval "$(scripts/seaweedfs.sh env /tmp/s3)"; ./run demo --warehouse s3://warehouse/demo
 #
 # With --port N the server uses the 11 ports N..N+10 (S3 API on N, Iceberg catalog on N+1),
 # otherwise free ports; every component binds 127.0.0.1 only, telemetry is off. Prints

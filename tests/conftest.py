@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ CATALOG_KINDS = ("memory", "sqlite", "postgres", "rest")
 # Stores every table behaviour test runs against (tests/behaviour/conftest.py).
 STORE_KINDS = ("local", "s3")
 
+# the S3 Tables bucket the suite's SeaweedFS server creates for its Iceberg REST catalog
+SEAWEEDFS_TABLE_BUCKET = "tables"
+
 # the AWS SDK must never ask the instance metadata endpoint for credentials or a region
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
@@ -110,7 +114,9 @@ def seaweedfs_server() -> Iterator[Any]:
         find_weed()
     except ConfigError as e:
         _unavailable("SeaweedFS", e)
-    server = _start_with_retries(SeaweedFS)
+    # the table bucket is what SeaweedFS's own Iceberg REST catalog serves
+    # (tests/catalog/test_rest_seaweedfs.py)
+    server = _start_with_retries(lambda: SeaweedFS(table_buckets=(SEAWEEDFS_TABLE_BUCKET,)))
     try:
         yield server
     finally:
@@ -133,6 +139,17 @@ def _start_with_retries(factory: Callable[[], Any], attempts: int = 3) -> Any:
 
 
 _database_counter = itertools.count()
+
+# A REST client opened by `open_catalog` -> the catalog behind its server, which owns the table
+# pointers: tests of the pointer primitives reach them there (the `pointer_catalog` fixture).
+_rest_backing: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+@pytest.fixture
+def pointer_catalog() -> Callable[[Any], Any]:
+    """``pointer_catalog(catalog)``: the catalog that swaps ``catalog``'s table pointers, which is
+    ``catalog`` itself, or for a REST client of `open_catalog` the catalog behind its server."""
+    return lambda catalog: _rest_backing.get(catalog, catalog)
 
 
 def open_catalog(
@@ -177,6 +194,7 @@ def open_catalog(
         def rest_opener() -> Any:
             cat = RestCatalog(name, uri=server.url, token="suite-token", **props)
             clients.append(cat)
+            _rest_backing[cat] = backing
             return cat
 
         return rest_opener

@@ -75,10 +75,6 @@ def test_bench_catalogs_scenario_runs(tmp_path: Path) -> None:
     (result_file,) = (tmp_path / "out").glob("*.json")
     (case,) = json.loads(result_file.read_text())["results"]
     assert case["skipped"] is None, case["skipped"]
-    assert set(case["median_s"]) == {
-        "icefloe-sqlite",
-        "pyiceberg-sqlite",
-        "icefloe-postgres",
-        "pyiceberg-postgres",
-    }
+    kinds = ("sqlite", "postgres", "rest", "rest-postgres")
+    assert set(case["median_s"]) == {f"{side}-{kind}" for side in ("icefloe", "pyiceberg") for kind in kinds}
     assert all(c["met"] for c in case["checks"]), case["checks"]

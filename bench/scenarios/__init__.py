@@ -31,7 +31,7 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
     "catalogs": (
         "bench.scenarios.catalogs",
         "run",
-        "small-append latency per catalog (SQLite, PostgreSQL) vs PyIceberg on the same catalog",
+        "small-append latency per catalog (SQLite, PostgreSQL, REST) vs PyIceberg on the same catalog",
     ),
     "deletes": ("bench.scenarios.deletes", "run", "merge-on-read vs copy-on-write delete of 1%, and reads"),
     "concurrent": ("bench.scenarios.concurrent", "run", "8 writer processes appending to one table"),

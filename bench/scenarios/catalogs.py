@@ -6,18 +6,24 @@ Catalogs (``CATALOGS``; another backend is one more entry there):
 
 - ``sqlite``: a SQLite file (WAL, as icefloe opens it);
 - ``postgres``: PostgreSQL 15 on loopback, started for the run by ``icefloe.testing.postgres``
-  with durable settings (fsync on, PostgreSQL's defaults), one database for both libraries.
+  with durable settings (fsync on, PostgreSQL's defaults), one database for both libraries;
+- ``rest``: icefloe's REST server (``python -m icefloe.rest``, its own process, bearer token) on
+  a SQLite catalog; icefloe's ``RestCatalog`` against PyIceberg's ``RestCatalog``;
+- ``rest-postgres``: the same server on the PostgreSQL database (the deployed shape).
 
-Both libraries commit to the same catalog database (their own table each) and write to the local
-disk, so the difference between catalogs is the pointer swap and the metadata reads around it.
-All contenders run in one case and alternate (the order flips every round); a timed run is
+Both libraries commit to the same catalog (their own table each) and write to the local disk,
+so the difference between catalogs is the pointer swap and the metadata reads around it (over
+REST: one POST of requirements and updates, the server writing the metadata file). All
+contenders run in one case and alternate (the order flips every round); a timed run is
 ``APPENDS`` appends, the median is reported per append.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,32 +33,90 @@ __all__ = ["CATALOGS", "run"]
 
 APPENDS = 5
 NAME = "bench_catalogs"
+TOKEN = "bench-token"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How each library opens one catalog kind."""
+
+    icefloe: dict[str, str]  # load_catalog properties
+    pyiceberg: Callable[[], Any]  # a PyIceberg catalog on the same backend
+
+
+def _sql(uri: str, warehouse: str) -> Backend:
+    from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
+
+    return Backend(
+        {"type": "sql", "uri": uri, "warehouse": warehouse},
+        lambda: PySqlCatalog(NAME, uri=uri, warehouse=warehouse),
+    )
+
+
+class Services:
+    """Servers the catalogs share within a run: one PostgreSQL (durable), started on first use,
+    one database per catalog kind."""
+
+    def __init__(self, stack: contextlib.ExitStack) -> None:
+        self._stack = stack
+        self._postgres: Any = None
+
+    def postgres_database(self, name: str) -> str:
+        if self._postgres is None:
+            from icefloe.testing.postgres import PostgresServer
+
+            self._postgres = self._stack.enter_context(PostgresServer(durable=True))
+        return str(self._postgres.create_database(name))
 
 
 @contextlib.contextmanager
-def _sqlite(root: Path) -> Iterator[str]:
-    yield f"sqlite:///{(root / 'catalog.db').resolve()}"
+def _sqlite(root: Path, services: Services) -> Iterator[Backend]:
+    yield _sql(f"sqlite:///{(root / 'catalog.db').resolve()}", (root / "warehouse").resolve().as_uri())
 
 
 @contextlib.contextmanager
-def _postgres(root: Path) -> Iterator[str]:
-    from icefloe.testing.postgres import PostgresServer
-
-    with PostgresServer(durable=True) as server:
-        yield server.uri()
+def _postgres(root: Path, services: Services) -> Iterator[Backend]:
+    yield _sql(services.postgres_database("bench_sql"), (root / "warehouse").resolve().as_uri())
 
 
-# name -> a context manager giving the SQLAlchemy URL both libraries use (started and stopped
+@contextlib.contextmanager
+def _rest_on(uri: str, root: Path) -> Iterator[Backend]:
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    from icefloe.rest import RestServerProcess
+
+    warehouse = (root / "warehouse").resolve().as_uri()
+    with RestServerProcess(uri, warehouse, token=TOKEN, log_path=str(root / "server.log")) as server:
+        yield Backend(
+            {"type": "rest", "uri": server.url, "token": TOKEN},
+            lambda: PyRestCatalog(NAME, uri=server.url, token=TOKEN),
+        )
+
+
+@contextlib.contextmanager
+def _rest(root: Path, services: Services) -> Iterator[Backend]:
+    with _rest_on(f"sqlite:///{(root / 'catalog.db').resolve()}", root) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def _rest_postgres(root: Path, services: Services) -> Iterator[Backend]:
+    with _rest_on(services.postgres_database("bench_rest"), root) as backend:
+        yield backend
+
+
+# name -> a context manager giving how both libraries open that catalog (started and stopped
 # around the case)
-CATALOGS: dict[str, Callable[[Path], contextlib.AbstractContextManager[str]]] = {
+CATALOGS: dict[str, Callable[[Path, Services], contextlib.AbstractContextManager[Backend]]] = {
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "rest": _rest,
+    "rest-postgres": _rest_postgres,
 }
 
 
 def run(ctx: Context) -> list[CaseResult]:
     import pyarrow as pa
-    from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
 
     import icefloe
 
@@ -62,21 +126,23 @@ def run(ctx: Context) -> list[CaseResult]:
     ratios: list[Ratio] = []
     tables: dict[str, Any] = {}
     missing: list[str] = []
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyIceberg's deprecation notes
+        services = Services(stack)
         for kind, start in CATALOGS.items():
             root = ctx.work_dir / f"catalogs-{kind}"
             (root / "warehouse").mkdir(parents=True)
-            warehouse = (root / "warehouse").resolve().as_uri()
             try:
-                uri = stack.enter_context(start(root))
+                backend = stack.enter_context(start(root, services))
             except Exception as e:  # a server that cannot start here: report, run the others
                 missing.append(f"{kind}: {e}")
                 continue
-            ours = icefloe.load_catalog(NAME, type="sql", uri=uri, warehouse=warehouse)
+            ours = icefloe.load_catalog(NAME, **backend.icefloe)
             stack.callback(ours.close)
             ours.create_namespace("ice")
-            theirs = PySqlCatalog(NAME, uri=uri, warehouse=warehouse)
-            stack.callback(theirs.engine.dispose)
+            theirs = backend.pyiceberg()
+            if hasattr(theirs, "engine"):
+                stack.callback(theirs.engine.dispose)
             theirs.create_namespace("py")
             tables[f"icefloe-{kind}"] = ours.create_table("ice.small", schema=small.schema)
             tables[f"pyiceberg-{kind}"] = theirs.create_table("py.small", schema=small.schema)

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from icefloe.cli.demo import (
     _LATE_FROM,
     _LATE_TO,
+    CATALOG_NAME,
     _catalog_properties,
     _create_tables,
     _plain,
@@ -38,7 +39,7 @@ from icefloe.spark.session import catalog_conf, spark_session
 
 __all__ = ["run_spark"]
 
-CATALOG = "demo"
+CATALOG = CATALOG_NAME
 
 _Q1 = """
 select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty,

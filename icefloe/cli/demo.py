@@ -2,8 +2,11 @@
 into old partitions, and time travel to compare before and after.
 
 Runs on the embedded defaults: a SQLite catalog and a local warehouse under ``--workdir``;
-``--warehouse s3://bucket/path`` (with ``-p s3.endpoint=...`` etc.) puts the tables on an object
-store and ``--catalog-uri postgresql+psycopg://...`` the catalog in PostgreSQL.
+``--warehouse s3://bucket/path`` puts the tables on an object store, ``--catalog-uri
+postgresql+psycopg://...`` the catalog in PostgreSQL and ``--catalog-uri http://host:port`` behind
+a REST catalog. The catalog is named ``demo``: its properties (the store's ``s3.endpoint``,
+``s3.access-key-id``, ...) come from ``-p KEY=VALUE``, from ``ICEFLOE_CATALOG__DEMO__*`` environment
+variables or from ``~/.icefloe.yaml``, as for any catalog (docs/catalogs.md).
 Two engines run the same pipeline: Spark (the default; :mod:`icefloe.cli._demo_spark`, local[2])
 and Arrow (``--engine arrow``: no JVM, DuckDB for the SQL). This module holds what both share
 (data generation, the catalog, the Q6 cross-check, printing) and the Arrow engine.
@@ -28,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import icefloe
+from icefloe.errors import IcefloeError
 from icefloe.table import Table
 
 __all__ = ["main"]
@@ -36,6 +40,8 @@ __all__ = ["main"]
 # ingested on time, so the late rows land in a partition (month=1995-03) that already has files.
 _LATE_FROM = dt.date(1995, 3, 1)
 _LATE_TO = dt.date(1995, 4, 1)
+# the demo's catalog: ICEFLOE_CATALOG__DEMO__* variables and ~/.icefloe.yaml's catalog.demo apply
+CATALOG_NAME = "demo"
 
 
 def _say(msg: str) -> None:
@@ -202,14 +208,33 @@ def _catalog_properties(
     extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The embedded defaults: a SQLite catalog file and a local warehouse, both under ``workdir``;
-    ``warehouse`` / ``uri`` / ``extra`` properties (s3.endpoint, ...) replace or add to them."""
+    ``warehouse`` / ``uri`` / ``extra`` properties (s3.endpoint, ...) replace or add to them. An
+    http(s) ``uri`` is a REST catalog, whose server picks the warehouse unless one is given."""
+    rest = bool(uri) and str(uri).startswith(("http://", "https://"))
     props = {
-        "type": "sql",
+        "type": "rest" if rest else "sql",
         "uri": uri or f"sqlite:///{(workdir / 'catalog.db').resolve()}",
-        "warehouse": warehouse or (workdir / "warehouse").resolve().as_uri(),
     }
+    if warehouse or not rest:
+        props["warehouse"] = warehouse or (workdir / "warehouse").resolve().as_uri()
     props.update(extra or {})
     return props
+
+
+def _storage_tip(catalog: dict[str, str]) -> str | None:
+    """Why an object store may have been unreachable: no endpoint means AWS itself."""
+    from icefloe.catalog._config import catalog_properties
+
+    merged = catalog_properties(CATALOG_NAME, **catalog)
+    warehouse = merged.get("warehouse", "")
+    if not warehouse.startswith(("s3://", "s3a://", "s3n://")) or merged.get("s3.endpoint"):
+        return None
+    return (
+        "note: no s3.endpoint is set for catalog 'demo', so its S3 client talks to AWS. For another "
+        "S3-compatible store give -p s3.endpoint=URL -p s3.access-key-id=... -p s3.secret-access-key=... "
+        "-p s3.region=... -p s3.path-style-access=true, or export ICEFLOE_CATALOG__DEMO__S3__ENDPOINT=... "
+        "and the others (scripts/seaweedfs.sh env DIR prints them for the project's SeaweedFS server)."
+    )
 
 
 def _create_tables(catalog: Any, orders_schema: pa.Schema, lineitem_schema: pa.Schema) -> tuple[Table, Table]:
@@ -245,7 +270,7 @@ def _print_summary(
             )
     props = catalog or _catalog_properties(workdir)
     _say(f"  catalog: {_without_password(props['uri'])}")
-    _say(f"  warehouse: {props['warehouse']}")
+    _say(f"  warehouse: {props.get('warehouse', '(chosen by the REST catalog)')}")
     _say(f"finished in {time.perf_counter() - t_start:.1f}s")
 
 
@@ -271,7 +296,7 @@ def run(workdir: Path, scale: float, fresh: bool, catalog: dict[str, str] | None
         _say(f"    orders: {orders_data.num_rows:,} rows, lineitem: {lineitem_data.num_rows:,} rows")
 
     props = catalog or _catalog_properties(workdir)
-    cat = icefloe.load_catalog("demo", **props)
+    cat = icefloe.load_catalog(CATALOG_NAME, **props)
     with _step("creating partitioned tables"):
         orders, lineitem = _create_tables(cat, orders_data.schema, lineitem_data.schema)
 
@@ -361,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--warehouse",
-        help="where the tables go (default: WORKDIR/warehouse), e.g. s3://bucket/demo with -p s3.*",
+        help="where the tables go (default: WORKDIR/warehouse), e.g. s3://bucket/demo; the store's "
+        "settings come from -p s3.*=... or ICEFLOE_CATALOG__DEMO__S3__* variables",
     )
     p.add_argument(
         "--catalog-uri",
         help="catalog database URL (default: sqlite:///WORKDIR/catalog.db), "
-        "e.g. postgresql+psycopg://user:password@127.0.0.1:5432/db",
+        "e.g. postgresql+psycopg://user:password@127.0.0.1:5432/db, or a REST catalog's http(s) URL "
+        "(with -p token=... or -p credential=ID:SECRET)",
     )
     p.add_argument(
         "-p",
@@ -375,17 +402,26 @@ def main(argv: list[str] | None = None) -> int:
         type=_property,
         default=[],
         metavar="KEY=VALUE",
-        help="a catalog/FileIO property, repeatable: -p s3.endpoint=http://127.0.0.1:9000 "
-        "-p s3.access-key-id=... -p s3.secret-access-key=... -p s3.region=us-east-1",
+        help="a property of the 'demo' catalog (FileIO settings too), repeatable: "
+        "-p s3.endpoint=http://127.0.0.1:8333 -p s3.access-key-id=... -p s3.secret-access-key=... "
+        "-p s3.region=us-east-1 -p s3.path-style-access=true; ICEFLOE_CATALOG__DEMO__<PROPERTY> "
+        "variables work as well (scripts/seaweedfs.sh env DIR prints them)",
     )
     args = p.parse_args(argv)
     catalog = _catalog_properties(args.workdir, args.warehouse, args.catalog_uri, dict(args.property))
-    if args.engine == "arrow":
-        run(args.workdir, args.scale, fresh=not args.keep, catalog=catalog)
-    else:
-        from icefloe.cli._demo_spark import run_spark
+    try:
+        if args.engine == "arrow":
+            run(args.workdir, args.scale, fresh=not args.keep, catalog=catalog)
+        else:
+            from icefloe.cli._demo_spark import run_spark
 
-        run_spark(args.workdir, args.scale, fresh=not args.keep, master=args.master, catalog=catalog)
+            run_spark(args.workdir, args.scale, fresh=not args.keep, master=args.master, catalog=catalog)
+    except IcefloeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        tip = _storage_tip(catalog)
+        if tip:
+            print(tip, file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,7 +3,11 @@
 One file system object is built per scheme and bucket/host and reused, because building an S3
 client is slow. S3 settings come from the Iceberg property names (``s3.endpoint``,
 ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``,
-``s3.path-style-access``).
+``s3.path-style-access``; PyIceberg's ``s3.force-virtual-addressing``, ``s3.connect-timeout``,
+``s3.request-timeout`` (seconds), ``s3.proxy-uri``, ``s3.role-arn``, ``s3.role-session-name``),
+with the shared AWS client properties (``client.region``, ``client.access-key-id``,
+``client.secret-access-key``, ``client.session-token``) as fallbacks, which is what REST catalogs
+vend. ``s3.remote-signing-enabled=true`` is refused: pyarrow cannot have requests signed remotely.
 
 Object stores have no exclusive create in pyarrow, so ``create()`` checks for an existing file
 first. That check is not atomic; Iceberg's file names carry UUIDs, which is what really keeps
@@ -31,8 +35,32 @@ S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
 S3_SESSION_TOKEN = "s3.session-token"
 S3_REGION = "s3.region"
 S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_FORCE_VIRTUAL_ADDRESSING = "s3.force-virtual-addressing"
+S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+S3_REQUEST_TIMEOUT = "s3.request-timeout"
+S3_PROXY_URI = "s3.proxy-uri"
+S3_ROLE_ARN = "s3.role-arn"
+S3_ROLE_SESSION_NAME = "s3.role-session-name"
+S3_REMOTE_SIGNING_ENABLED = "s3.remote-signing-enabled"
+# AWS settings shared by every AWS client (Iceberg Java's AwsClientProperties, PyIceberg's client.*)
+CLIENT_REGION = "client.region"
+CLIENT_ACCESS_KEY_ID = "client.access-key-id"
+CLIENT_SECRET_ACCESS_KEY = "client.secret-access-key"
+CLIENT_SESSION_TOKEN = "client.session-token"
 
 _TRUE = ("true", "1", "yes")
+
+
+def _seconds(value: str, key: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise ConfigError(
+            f"invalid {key} value {value!r}", hint="give a positive number of seconds", property=key
+        )
+    return seconds
 
 
 def _error(action: str, location: str, e: BaseException) -> FileIOError:
@@ -110,18 +138,35 @@ class ArrowFileIO:
                 kwargs["endpoint_override"] = parts.netloc + parts.path.rstrip("/")
             else:
                 kwargs["endpoint_override"] = endpoint
-        if p.get(S3_ACCESS_KEY_ID):
-            kwargs["access_key"] = p[S3_ACCESS_KEY_ID]
-        if p.get(S3_SECRET_ACCESS_KEY):
-            kwargs["secret_key"] = p[S3_SECRET_ACCESS_KEY]
-        if p.get(S3_SESSION_TOKEN):
-            kwargs["session_token"] = p[S3_SESSION_TOKEN]
-        if p.get(S3_REGION):
-            kwargs["region"] = p[S3_REGION]
+        if (p.get(S3_REMOTE_SIGNING_ENABLED) or "").lower() in _TRUE:
+            raise ConfigError(
+                "s3.remote-signing-enabled is set, but icefloe's S3 FileIO cannot have requests "
+                "signed by the catalog",
+                hint="have the catalog vend credentials instead (X-Iceberg-Access-Delegation: "
+                "vended-credentials), or give s3.access-key-id / s3.secret-access-key",
+                property=S3_REMOTE_SIGNING_ENABLED,
+            )
+        for arg, keys in (
+            ("access_key", (S3_ACCESS_KEY_ID, CLIENT_ACCESS_KEY_ID)),
+            ("secret_key", (S3_SECRET_ACCESS_KEY, CLIENT_SECRET_ACCESS_KEY)),
+            ("session_token", (S3_SESSION_TOKEN, CLIENT_SESSION_TOKEN)),
+            ("region", (S3_REGION, CLIENT_REGION)),
+            ("proxy_options", (S3_PROXY_URI,)),
+            ("role_arn", (S3_ROLE_ARN,)),
+            ("session_name", (S3_ROLE_SESSION_NAME,)),
+        ):
+            value = next((p[k] for k in keys if p.get(k)), None)
+            if value:
+                kwargs[arg] = value
+        for arg, key in (("connect_timeout", S3_CONNECT_TIMEOUT), ("request_timeout", S3_REQUEST_TIMEOUT)):
+            if p.get(key):
+                kwargs[arg] = _seconds(p[key], key)
         if S3_PATH_STYLE_ACCESS in p:
             # pyarrow uses path-style requests whenever an endpoint is overridden unless virtual
             # addressing is forced.
             kwargs["force_virtual_addressing"] = p[S3_PATH_STYLE_ACCESS].lower() not in _TRUE
+        elif S3_FORCE_VIRTUAL_ADDRESSING in p:
+            kwargs["force_virtual_addressing"] = p[S3_FORCE_VIRTUAL_ADDRESSING].lower() in _TRUE
         try:
             return pafs.S3FileSystem(**kwargs)
         except (pa.ArrowException, OSError, ValueError, TypeError) as e:

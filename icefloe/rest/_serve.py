@@ -224,7 +224,8 @@ class RestServerProcess:
         with RestServerProcess("sqlite:///cat.db", "file:///wh", token="t") as server:
             load_catalog("x", uri=server.url, token="t")
 
-    ``extra_args`` go to the command line as they are (``--credential``, ``--property``, ...).
+    ``extra_args`` go to the command line as they are (``--credential``, ``--property``, ...);
+    ``env`` adds to the child's environment (``ICEFLOE_REST_TOKEN``, ...).
     """
 
     def __init__(
@@ -238,8 +239,10 @@ class RestServerProcess:
         extra_args: Sequence[str] = (),
         log_path: str | None = None,
         startup_timeout_s: float = 60.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.host = host
+        self._env = dict(env) if env else None
         self.port = port or free_loopback_port(host)
         self._args = [
             "--uri",
@@ -267,12 +270,14 @@ class RestServerProcess:
         return f"http://{host}:{self.port}"
 
     def start(self) -> RestServerProcess:
+        import os
         import subprocess
         import sys
 
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        env = {**os.environ, **self._env} if self._env else None
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "icefloe.rest", *self._args], stdout=self._log, stderr=self._log
+            [sys.executable, "-m", "icefloe.rest", *self._args], stdout=self._log, stderr=self._log, env=env
         )
         deadline = time.monotonic() + self._timeout
         while True:

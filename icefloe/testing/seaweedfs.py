@@ -19,7 +19,12 @@ From Python (tests use it as a session fixture)::
 From the shell (``scripts/seaweedfs.sh`` wraps this)::
 
     python -m icefloe.testing.seaweedfs start DIR [--port N] [--bucket B]   # prints ICEFLOE_S3_* lines
+    python -m icefloe.testing.seaweedfs env DIR [--catalog NAME]   # export ICEFLOE_CATALOG__NAME__S3__*
     python -m icefloe.testing.seaweedfs stop DIR
+
+``env`` prints the store's FileIO properties as the environment variables of catalog NAME
+(``demo`` unless named), which `icefloe.load_catalog` and ``./run demo`` pick up:
+``eval "$(scripts/seaweedfs.sh env DIR)"; ./run demo --warehouse s3://warehouse/demo``.
 
 With ``--port N`` the server takes the 11 ports N..N+10 (S3 on N, the Iceberg catalog on N+1);
 without it, free ports. ``start`` leaves the server running and writes ``DIR/server.json``.
@@ -320,6 +325,29 @@ def _remove_sockets(ports: Mapping[str, int]) -> None:
 
 
 # ---------------------------------------------------------------------- the script's commands
+def catalog_environment(properties: Mapping[str, str], catalog: str) -> dict[str, str]:
+    """``properties`` of catalog ``catalog`` as ``ICEFLOE_CATALOG__<NAME>__<PROPERTY>`` variables
+    (the inverse of the naming rule in `icefloe.catalog._config`)."""
+    from icefloe.catalog._config import ENV_PREFIX
+
+    def part(text: str) -> str:
+        return text.upper().replace("-", "_")
+
+    prefix = f"{ENV_PREFIX}{part(catalog)}__"
+    return {prefix + "__".join(part(p) for p in key.split(".")): value for key, value in properties.items()}
+
+
+def _env_lines(root: Path, catalog: str) -> list[str] | None:
+    import shlex
+
+    path = root / STATE_FILE
+    if not path.is_file():
+        return None
+    state: dict[str, Any] = json.loads(path.read_text())
+    variables = catalog_environment(state["file_io_properties"], catalog)
+    return [f"export {k}={shlex.quote(v)}" for k, v in variables.items()]
+
+
 def _stop_from_state(root: Path) -> bool:
     path = root / STATE_FILE
     if not path.is_file():
@@ -353,10 +381,20 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument(
         "--table-bucket", action="append", default=[], help="an S3 Tables bucket for the Iceberg catalog"
     )
+    env = sub.add_parser("env", help="print export lines that give catalog NAME this store's s3.* properties")
+    env.add_argument("dir", type=Path)
+    env.add_argument("--catalog", default="demo", help="the catalog's name (default: demo)")
     stop = sub.add_parser("stop", help="stop the server started in DIR")
     stop.add_argument("dir", type=Path)
     args = p.parse_args(argv)
     root = args.dir.resolve()
+    if args.command == "env":
+        lines = _env_lines(root, args.catalog)
+        if lines is None:
+            sys.stderr.write(f"no server state in {root}\n")
+            return 1
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
     if args.command == "stop":
         if not _stop_from_state(root):
             sys.stderr.write(f"no server state in {root}\n")

@@ -180,3 +180,62 @@ def test_purge_deletes_every_file_the_table_wrote(env: Env) -> None:
     env.catalog.drop_table("db.t", purge=True)
     assert env.store.files(t.location) == set()
     assert not env.reopen().table_exists("db.t")
+
+
+def test_branches_tags_and_rollback(env: Env) -> None:
+    """Branch and tag changes are metadata commits like any other (refs set and removed through
+    the catalog): a write to a branch leaves main alone until main is fast-forwarded to it."""
+    t = make_table(env)
+    first = t.append(arrow([(1, "a", 1)]))
+    assert first is not None
+    with t.manage_snapshots() as ms:
+        ms.create_tag("v1", first.snapshot_id).create_branch("dev")
+    t.refresh().append(arrow([(2, "b", 2)]), branch="dev")
+
+    reader = env.reopen().load_table("db.t")
+    assert set(reader.refs()) == {"main", "v1", "dev"}
+    assert rows_of(reader) == [(1, "a", 1)]
+    assert rows_of(reader, ref="dev") == [(1, "a", 1), (2, "b", 2)]
+    with reader.manage_snapshots() as ms:
+        ms.fast_forward("main", "dev")
+    assert rows_of(env.reopen().load_table("db.t")) == [(1, "a", 1), (2, "b", 2)]
+
+    with t.refresh().manage_snapshots() as ms:
+        ms.rollback_to(first.snapshot_id).remove_branch("dev")
+    final = env.reopen().load_table("db.t")
+    assert set(final.refs()) == {"main", "v1"}
+    assert rows_of(final) == rows_of(final, ref="v1") == [(1, "a", 1)]
+
+
+def test_replace_partitions_and_table_properties(env: Env) -> None:
+    t = make_table(env)
+    t.append(arrow([(1, "a", 1), (2, "b", 2), (3, "c", 3)]))
+    t.replace_partitions(arrow([(10, "a", 10), (20, "b", 20)]))  # partitions a and b only
+    with t.transaction() as tx:
+        tx.set_properties(owner="suite", **{"commit.retry.num-retries": "7"})
+    t.transaction().remove_properties("owner")  # an abandoned transaction changes nothing
+    reader = env.reopen().load_table("db.t")
+    assert rows_of(reader) == [(3, "c", 3), (10, "a", 10), (20, "b", 20)]
+    assert reader.properties["owner"] == "suite" and reader.properties["commit.retry.num-retries"] == "7"
+
+
+def test_compaction_rewrites_files_and_keeps_rows(env: Env) -> None:
+    """The commit of a compaction (maintenance's rewrite of small files): three files of one
+    partition become one; the rows, and every file on the store being live, stay true."""
+    from icefloe.arrow.writer import write_data_files
+
+    t = make_table(env)
+    for i in range(3):
+        t.append(arrow([(i, "a", i)]))
+    before = rows_of(t)
+    small = [task.file for task in t.scan().plan_files()]
+    assert len(small) == 3
+    compacted = write_data_files(t.io, t.metadata, t.scan().to_arrow())
+    with t.transaction() as tx:
+        tx.rewrite_files(remove=small, add=compacted, delete_on_failure=True)
+    t = env.reopen().load_table("db.t")
+    snapshot = t.current_snapshot()
+    assert snapshot is not None and snapshot.summary.operation.value == "replace"
+    assert [task.file.file_path for task in t.scan().plan_files()] == [f.file_path for f in compacted]
+    assert rows_of(t) == before
+    assert env.store.files(t.location) == live_files(env, t)

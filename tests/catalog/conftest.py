@@ -52,10 +52,9 @@ def oracle_ref() -> Path:
     return ORACLE_REF
 
 
-def skip_without_pointers(catalog: Catalog) -> None:
-    """Tests of the pointer primitives do not apply to a REST client: its server swaps the
-    pointers (and the same tests run against the server's backing catalog)."""
-    from icefloe.catalog.rest import RestCatalog
-
-    if isinstance(catalog, RestCatalog):
-        pytest.skip("the REST server owns the table pointers")
+@pytest.fixture
+def pointers(catalog: Catalog, pointer_catalog: Callable[[Catalog], Catalog]) -> Catalog:
+    """The catalog whose pointer primitives (``_read``, ``_swap_pointer``) ``catalog``'s commits go
+    through: ``catalog`` itself, or for a REST client the catalog behind its server, so that a
+    race staged there reaches the client as the server's answer (a 409)."""
+    return pointer_catalog(catalog)

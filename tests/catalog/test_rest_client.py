@@ -3,6 +3,8 @@ ETags, server-declared endpoints, vended credentials, and commits whose outcome 
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,22 @@ def server(backing: SqlCatalog) -> Iterator[RestServer]:
 
 def data(*ids: int) -> pa.Table:
     return pa.table({"id": list(ids), "s": [str(i) for i in ids]}, schema=SCHEMA)
+
+
+class FakeServer(RestServer):
+    """Any FastAPI ``app`` on a background thread, on a free loopback port (`RestServer`'s
+    thread handling without its catalog and security checks)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        import socket
+
+        import uvicorn
+
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self.host, self.port = "127.0.0.1", self._socket.getsockname()[1]
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._thread = None
 
 
 def test_load_catalog_picks_rest(server: RestServer) -> None:
@@ -118,6 +136,51 @@ def test_multi_table_commit(server: RestServer, backing: SqlCatalog) -> None:
     cat.close()
 
 
+def test_server_config_defaults_overrides_and_prefix() -> None:
+    """/v1/config: defaults < the client's properties < overrides; the ``prefix`` goes into every
+    route (but not the config route itself); ``endpoints`` limits what may be called."""
+    seen: list[tuple[str, str]] = []
+    app = FastAPI()
+
+    @app.api_route("/{path:path}", methods=["GET", "POST", "HEAD"])
+    async def anything(request: Request, path: str) -> JSONResponse:
+        seen.append((request.method, "/" + path))
+        if path == "v1/config":
+            assert request.query_params.get("warehouse") == "wh1"
+            return JSONResponse(
+                {
+                    "defaults": {"a": "server-default", "b": "server-default", "c": "server-default"},
+                    "overrides": {"b": "server-override", "prefix": "cat/one"},
+                    "endpoints": ["GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}"],
+                }
+            )
+        if path.endswith("/namespaces"):
+            return JSONResponse({"namespaces": [["db"]]})
+        return JSONResponse({"namespace": ["db"], "properties": {"k": "v"}})
+
+    with FakeServer(app) as fake:
+        cat = RestCatalog("c", uri=fake.url, token="t", warehouse="wh1", a="client", b="client")
+        assert (cat.properties["a"], cat.properties["b"], cat.properties["c"]) == (
+            "client",
+            "server-override",
+            "server-default",
+        )
+        assert cat.list_namespaces() == [("db",)]
+        assert cat.namespace_exists("db")  # no HEAD declared: GET
+        assert cat.load_namespace_properties("db") == {"k": "v"}
+        with pytest.raises(UnsupportedFeatureError, match="creating namespaces"):
+            cat.create_namespace("other")
+        with pytest.raises(UnsupportedFeatureError, match="loading tables"):
+            cat.load_table("db.t")
+        cat.close()
+    assert seen == [
+        ("GET", "/v1/config"),
+        ("GET", "/v1/cat/one/namespaces"),
+        ("GET", "/v1/cat/one/namespaces/db"),
+        ("GET", "/v1/cat/one/namespaces/db"),
+    ]
+
+
 def test_commit_state_unknown_is_resolved(tmp_path: Path, backing: SqlCatalog) -> None:
     faulty = FaultInjectingCatalog(backing, name="c")
     with RestServer(faulty, tokens=["tok"]) as srv:
@@ -142,6 +205,63 @@ def test_commit_state_unknown_is_resolved(tmp_path: Path, backing: SqlCatalog) -
         assert {p for p in (tmp_path / "wh").rglob("*.parquet")} > before
         assert sorted(r["id"] for r in cat.load_table("db.t").scan().to_arrow().to_pylist()) == [1, 2]
         cat.close()
+
+
+def test_a_commit_that_times_out_is_resolved(tmp_path: Path, backing: SqlCatalog) -> None:
+    """The server swaps the pointer, then answers too late: the client's read timeout makes the
+    outcome unknown, and the retry loop finds the commit's snapshot in the refreshed table."""
+
+    class SlowAfterSwap(FaultInjectingCatalog):
+        delay_s = 0.0
+
+        def _swap_pointer(self, identifier: tuple[str, ...], expected: str, new: str) -> None:
+            super()._swap_pointer(identifier, expected, new)
+            time.sleep(self.delay_s)
+
+    slow = SlowAfterSwap(backing, name="c")
+    with RestServer(slow, tokens=["tok"]) as srv:
+        cat = RestCatalog("r", uri=srv.url, token="tok", **{"rest.client.socket-timeout-ms": "500"})
+        cat.create_namespace("db")
+        table = cat.create_table("db.t", SCHEMA)
+        slow.delay_s = 1.5
+        with pytest.raises(CommitStateUnknownError, match="no answer"):  # the raw commit: unknown
+            cat.commit_table("db.t", [], [SetProperties({"slow": "yes"})])
+        assert cat.load_table("db.t").properties["slow"] == "yes"  # it had landed
+        swaps = len(slow.commits)
+        snapshot = table.append(data(1))  # through the retry loop: found, so a success
+        slow.delay_s = 0.0
+        assert snapshot is not None
+        assert [c.outcome for c in slow.commits[swaps:]] == ["ok"]  # one swap, answered too late
+        assert [s.snapshot_id for s in cat.load_table("db.t").snapshots()] == [snapshot.snapshot_id]
+        assert [r["id"] for r in cat.load_table("db.t").scan().to_arrow().to_pylist()] == [1]
+        cat.close()
+
+
+@pytest.mark.s3
+def test_vended_credentials_end_to_end(tmp_path: Path, seaweedfs_server: Any) -> None:
+    """A server started with ``vend_credentials`` hands its S3 settings to clients that ask: a
+    client that knows nothing of the store creates, writes and reads a table on it."""
+    warehouse = seaweedfs_server.warehouse(f"vend-{uuid.uuid4().hex[:8]}")
+    backing = SqlCatalog(
+        "v",
+        uri=f"sqlite:///{tmp_path / 'v.db'}",
+        warehouse=warehouse,
+        **seaweedfs_server.file_io_properties(),
+    )
+    with RestServer(backing, tokens=["tok"], vend_credentials=True) as srv:
+        with RestCatalog("client", uri=srv.url, token="tok") as cat:
+            assert not any(k.startswith("s3.") for k in cat.properties)
+            cat.create_namespace("db")
+            table = cat.create_table("db.t", SCHEMA)
+            assert table.io.properties["s3.secret-access-key"] == seaweedfs_server.secret_access_key
+            table.append(data(1, 2))
+            cat.load_table("db.t").delete("id = 1")
+            assert [r["id"] for r in cat.load_table("db.t").scan().to_arrow().to_pylist()] == [2]
+        # a client that does not ask for vended credentials gets none
+        opt_out = {"header.X-Iceberg-Access-Delegation": "remote-signing"}
+        with RestCatalog("client", uri=srv.url, token="tok", **opt_out) as cat:
+            assert "s3.secret-access-key" not in cat.load_table("db.t").io.properties
+    backing.close()
 
 
 def test_vended_credentials_reach_the_file_io() -> None:
@@ -190,21 +310,7 @@ def test_sigv4_signs_every_request(tmp_path: Path) -> None:
             return JSONResponse({"defaults": {}, "overrides": {}})
         return JSONResponse({"namespace": ["db"], "properties": {}})
 
-    from icefloe.rest._serve import RestServer as _Server
-
-    class FakeServer(_Server):
-        def __init__(self) -> None:
-            import socket
-
-            import uvicorn
-
-            self._socket = socket.socket()
-            self._socket.bind(("127.0.0.1", 0))
-            self.host, self.port = "127.0.0.1", self._socket.getsockname()[1]
-            self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-            self._thread = None
-
-    with FakeServer() as fake:
+    with FakeServer(app) as fake:
         cat = RestCatalog(
             "s",
             uri=fake.url,

@@ -1,10 +1,10 @@
 """Eight processes append to one table through the REST server at once; every append lands.
 
 The writers are separate interpreters (this file run as a script) that share nothing but the
-server: each commit is a POST of requirements and updates, the server's compare-and-swap on its
-SQLite catalog decides who wins, and a loser gets a 409, refreshes and retries. Afterwards the
-table holds every row exactly once, one snapshot per append, and every snapshot a writer reported
-is in the table.
+server (``python -m icefloe.rest``): each commit is a POST of requirements and updates, the
+server's compare-and-swap on its catalog database (SQLite, or PostgreSQL as deployed) decides who
+wins, and a loser gets a 409, refreshes and retries. Afterwards the table holds every row exactly
+once, one snapshot per append, and every snapshot a writer reported is in the table.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def worker_main(args: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
-def test_eight_writers_through_rest(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backing", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_eight_writers_through_rest(tmp_path: Path, backing: str, request: pytest.FixtureRequest) -> None:
     import pyarrow as pa
 
     import icefloe
@@ -54,11 +55,16 @@ def test_eight_writers_through_rest(tmp_path: Path) -> None:
 
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
+    if backing == "postgres":
+        pg = request.getfixturevalue("postgres_server")
+        uri = pg.create_schema(f"rest_writers_{os.getpid()}")
+        # the token from the environment, as a deployment would pass it (no --token)
+        options: dict[str, Any] = {"env": {"ICEFLOE_REST_TOKEN": TOKEN}}
+    else:
+        uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+        options = {"token": TOKEN}
     with RestServerProcess(
-        f"sqlite:///{tmp_path / 'catalog.db'}",
-        warehouse.as_uri(),
-        token=TOKEN,
-        log_path=str(tmp_path / "server.log"),
+        uri, warehouse.as_uri(), log_path=str(tmp_path / "server.log"), **options
     ) as server:
         catalog = icefloe.load_catalog("rest", type="rest", uri=server.url, token=TOKEN)
         catalog.create_namespace("db")
