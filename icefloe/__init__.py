@@ -43,6 +43,7 @@ from icefloe.errors import (
 from icefloe.expressions import parse as parse_filter
 from icefloe.spec.partition import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
+from icefloe.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
 from icefloe.spec.types import NestedField
 from icefloe.table import (
     ChangelogScan,
@@ -50,6 +51,7 @@ from icefloe.table import (
     IncrementalAppendScan,
     InspectTable,
     ManageSnapshots,
+    ReplaceSortOrder,
     Table,
     Transaction,
     UpdateSchema,
@@ -87,12 +89,17 @@ __all__ = [
     "NoSuchSnapshotError",
     "NoSuchTableError",
     "NotFoundError",
+    "NullOrder",
     "PartitionField",
     "PartitionSpec",
     "PartitionSpecError",
+    "ReplaceSortOrder",
     "Schema",
     "SchemaError",
     "SchemaMismatchError",
+    "SortDirection",
+    "SortField",
+    "SortOrder",
     "SortOrderError",
     "Table",
     "TableAlreadyExistsError",

@@ -7,8 +7,9 @@
       -> per batch: conform to the table's Arrow layout (casts, nulls in required fields)
       -> partition (vectorized transforms; one group per distinct partition tuple)
       -> buffer per partition; every full row group's worth of rows is written as one row group
+         (a sorted table: rows in the table's sort order, see "Sorted tables" below)
       -> roll to a new file when the bytes written reach write.target-file-size-bytes
-      -> DataFile per file: metrics, split offsets, real size, partition tuple
+      -> DataFile per file: metrics, split offsets, real size, partition tuple, sort order id
 
 Row groups are cut by rows, not by input batches: the rows per row group are estimated from the
 buffered data's in-memory bytes per row, so one huge input chunk still becomes many row groups
@@ -20,6 +21,28 @@ bytes actually written (compressed), after each row group.
 Memory stays bounded by the row-group buffers: each open partition buffers at most one row group
 beyond what it is writing, and when all buffers together exceed twice the row-group size the
 largest is flushed.
+
+Sorted tables. When the table's default sort order is not the unsorted one, every file's rows
+are in that order (:mod:`icefloe.arrow.sort`: transforms, directions, null orders, NaN above
+every number) and each ``DataFile`` records the order's id (0 for files of unsorted tables).
+Per partition, the writer tracks whether the rows arriving are already in order, including
+across batches and after the rows it already wrote to the open file:
+
+- in order (a pre-sorted input, a Spark task after ``sortWithinPartitions``): rows stream out
+  exactly as for an unsorted table; the check costs one vectorized comparison of neighbouring
+  keys per batch, and files roll at the target size as usual;
+- not in order: rows are buffered until they reach the *sort buffer* (``sort_buffer_bytes``,
+  default the larger of the target file size and 64 MiB, measured in Arrow memory; an input
+  batch bigger than that is one run by itself), sorted as one run and written out, rolling
+  files at the target size inside the run. A run that does not continue the open file's order
+  closes it first, so every file holds rows of one sorted run only.
+
+The files of one run have tight, non-overlapping bounds on the sort key, and a write that fits
+in the sort buffer (per partition) is one run. Bigger unsorted inputs become several runs whose
+files overlap each other; and since a run is measured in memory while files are measured
+compressed, a run of unsorted input usually ends in a file smaller than the target. Memory:
+all partitions together buffer at most the larger of the sort buffer and two row groups, plus
+one sorted copy of the run being written.
 
 Table properties used (Java's names and defaults): ``write.data.path`` (``<location>/data``),
 ``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes`` (128 MiB),
@@ -44,6 +67,7 @@ from icefloe.arrow.conform import check_arrow_schema, conform_batch
 from icefloe.arrow.metrics import FileMetrics, MetricsCollector, MetricsConfig
 from icefloe.arrow.partitioning import partition_batch
 from icefloe.arrow.schema import schema_to_arrow
+from icefloe.arrow.sort import ArrowSortOrder
 from icefloe.errors import ConfigError, IcefloeError, ValidationError
 from icefloe.io import FileIO
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
@@ -65,6 +89,7 @@ DEFAULT_PAGE_SIZE = 1024 * 1024
 COMPRESSION_PROP = "write.parquet.compression-codec"
 COMPRESSION_LEVEL_PROP = "write.parquet.compression-level"
 DATA_PATH_PROP = "write.data.path"
+MIN_SORT_BUFFER = 64 * 1024 * 1024
 
 _CODECS = {
     "zstd": "zstd",
@@ -240,6 +265,11 @@ class _PartitionState:
     buffered_rows: int = 0
     buffered_bytes: int = 0
     current: _OpenFile | None = None
+    # Sorted tables only: whether the buffered rows are in order and continue the open file;
+    # the last row appended (buffered or written) while in order; the open file's last row.
+    in_order: bool = True
+    tail: pa.RecordBatch | None = None
+    file_tail: pa.RecordBatch | None = None
 
 
 class _DataFileWriter:
@@ -253,6 +283,7 @@ class _DataFileWriter:
         spec: PartitionSpec,
         options: _Options,
         write_uuid: str,
+        sort_buffer_bytes: int | None = None,
     ) -> None:
         self.io = io
         self.schema = schema
@@ -261,10 +292,21 @@ class _DataFileWriter:
         self.write_uuid = write_uuid
         self.arrow_schema = schema_to_arrow(schema)
         sort_ids: tuple[int, ...] = ()
+        self.sorter: ArrowSortOrder | None = None
         try:
-            sort_ids = tuple(f.source_id for f in metadata.sort_order().fields)
+            order = metadata.sort_order()
+            sort_ids = tuple(f.source_id for f in order.fields)
+            self.sorter = ArrowSortOrder.for_schema(order, schema)
         except (AttributeError, IcefloeError):
             sort_ids = ()
+        self.sort_order_id = self.sorter.order_id if self.sorter is not None else 0
+        self.sort_buffer = (
+            sort_buffer_bytes
+            if sort_buffer_bytes is not None
+            else max(options.target_file_size, MIN_SORT_BUFFER)
+        )
+        if self.sort_buffer <= 0:
+            raise ValidationError(f"sort_buffer_bytes must be positive, got {self.sort_buffer}")
         self.metrics_config = MetricsConfig.from_properties(metadata.properties, schema, sort_ids)
         self.partitions: dict[tuple[Any, ...], _PartitionState] = {}
         self.file_count = 0
@@ -286,22 +328,65 @@ class _DataFileWriter:
             if state is None:
                 state = self.partitions[partition] = _PartitionState(partition)
             size = max(1, round(rows.num_rows * bytes_per_row))
+            if self.sorter is not None:
+                self._track_order(state, rows)
             state.buffered.append(rows)
             state.buffered_rows += rows.num_rows
             state.buffered_bytes += size
             self.total_buffered += size
-            if state.buffered_bytes >= self._flush_threshold():
+            if not state.in_order:
+                if state.buffered_bytes >= self.sort_buffer:
+                    self._flush_run(state)
+            elif state.buffered_bytes >= self._flush_threshold():
                 self._flush(state, full_row_groups_only=True)
-        while self.total_buffered > 2 * self.options.row_group_size and self.partitions:
+        while self.total_buffered > self._memory_cap() and self.partitions:
             largest = max(self.partitions.values(), key=lambda s: s.buffered_bytes)
             if not largest.buffered:
                 break
-            self._flush(largest)
+            self._flush_all(largest)
 
     def _flush_threshold(self) -> int:
         return min(self.options.row_group_size, self.options.target_file_size)
 
+    def _memory_cap(self) -> int:
+        cap = 2 * self.options.row_group_size
+        return cap if self.sorter is None else max(cap, self.sort_buffer)
+
+    def _track_order(self, state: _PartitionState, rows: pa.RecordBatch) -> None:
+        """Keep ``state.in_order`` (the buffered rows are sorted and continue the open file)."""
+        sorter = self.sorter
+        assert sorter is not None
+        if not state.in_order:
+            return
+        if sorter.is_sorted(rows) and (state.tail is None or sorter.in_order(state.tail, rows)):
+            state.tail = _last_row(rows)
+        else:
+            state.in_order = False
+            state.tail = None
+
     # ------------------------------------------------------------------ output side
+    def _flush_all(self, state: _PartitionState) -> None:
+        if state.in_order:
+            self._flush(state)
+        else:
+            self._flush_run(state)
+
+    def _flush_run(self, state: _PartitionState) -> None:
+        """Sort the buffered rows (one run) and write them all; a run that does not continue the
+        open file's order starts a new file."""
+        sorter = self.sorter
+        assert sorter is not None
+        if not state.buffered:
+            return
+        table = sorter.sort(pa.Table.from_batches(state.buffered, schema=self.arrow_schema))
+        if state.file_tail is not None and not sorter.in_order(state.file_tail, table):
+            self._close(state)
+        state.buffered = [b for b in table.to_batches() if b.num_rows]
+        state.in_order = True
+        state.tail = None
+        self._flush(state)
+        state.tail = state.file_tail
+
     def _flush(self, state: _PartitionState, full_row_groups_only: bool = False) -> None:
         """Write the buffered rows as row groups of the row-group budget; with
         ``full_row_groups_only`` the rows short of a full row group stay buffered."""
@@ -331,6 +416,8 @@ class _DataFileWriter:
         # One update per write_table call: MetricsCollector relies on row groups not
         # straddling updates.
         f.metrics.update(rows)
+        if self.sorter is not None:
+            state.file_tail = _last_row(rows)
         if f.sink.tell() >= self.options.target_file_size:
             self._close(state)
 
@@ -349,16 +436,23 @@ class _DataFileWriter:
         if f is None:
             return
         state.current = None
+        state.file_tail = None
         size, m = close_parquet_file(f)
         self.done.append(
             parquet_file_entry(
-                DataFileContent.DATA, f.path, size, m, partition=state.partition, spec_id=self.spec.spec_id
+                DataFileContent.DATA,
+                f.path,
+                size,
+                m,
+                partition=state.partition,
+                spec_id=self.spec.spec_id,
+                sort_order_id=self.sort_order_id,
             )
         )
 
     def finish(self) -> list[DataFile]:
         for state in self.partitions.values():
-            self._flush(state)
+            self._flush_all(state)
             self._close(state)
         return self.done
 
@@ -386,9 +480,14 @@ def write_data_files(
     schema: Schema | None = None,
     target_file_size_bytes: int | None = None,
     write_uuid: str | uuid_mod.UUID | None = None,
+    sort_buffer_bytes: int | None = None,
 ) -> list[DataFile]:
     """Write ``data`` as Parquet data files of the table and return their ``DataFile`` entries
     (not yet committed). ``schema``/``spec`` default to the table's current ones.
+
+    When the table has a sort order, each file's rows are in that order and the files record its
+    id; unsorted input is sorted in runs of ``sort_buffer_bytes`` (Arrow memory; default the
+    larger of the target file size and 64 MiB; see the module docstring).
 
     The Arrow schema is checked before any file is written. Problems only the data reveals (a
     null in a required field, a value that overflows its column) can surface in a later batch of
@@ -402,7 +501,9 @@ def write_data_files(
     if input_schema is not None:
         check_arrow_schema(input_schema, schema)
     checked: set[pa.Schema] = set() if input_schema is None else {input_schema}
-    writer = _DataFileWriter(io, metadata, schema, spec, options, str(write_uuid or uuid_mod.uuid4()))
+    writer = _DataFileWriter(
+        io, metadata, schema, spec, options, str(write_uuid or uuid_mod.uuid4()), sort_buffer_bytes
+    )
     try:
         for batch in batches:
             if not isinstance(batch, pa.RecordBatch):
@@ -418,3 +519,9 @@ def write_data_files(
     except BaseException:
         writer.abort()
         raise
+
+
+def _last_row(rows: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
+    """A copy of the last row (a slice would keep the whole batch's buffers alive)."""
+    last = rows.take(pa.array([rows.num_rows - 1]))
+    return last if isinstance(last, pa.RecordBatch) else last.combine_chunks().to_batches()[0]

@@ -7,6 +7,7 @@
     df = spark.read.format("icefloe").load("ns.table")
     df.write.format("icefloe").mode("append").save("ns.table")
     icefloe.spark.read(spark, "ns.table", columns=["id", "ts"], where="id > 10")
+    icefloe.spark.write(df, "ns.table", mode="append")     # distributed and sorted as Java does
 
 This package is the only one in icefloe that imports pyspark.
 """
@@ -18,13 +19,15 @@ from typing import TYPE_CHECKING
 from icefloe.spark.read import read
 from icefloe.spark.source import IcefloeDataSource
 from icefloe.spark.types import to_iceberg_schema, to_spark_schema
+from icefloe.spark.write import write
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["IcefloeDataSource", "read", "register", "to_iceberg_schema", "to_spark_schema"]
+__all__ = ["IcefloeDataSource", "read", "register", "to_iceberg_schema", "to_spark_schema", "write"]
 
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+TIME_TYPE_CONF = "spark.sql.timeType.enabled"
 
 
 def register(spark: SparkSession) -> type[IcefloeDataSource]:
@@ -34,8 +37,17 @@ def register(spark: SparkSession) -> type[IcefloeDataSource]:
     captures ``spark.icefloe.catalog.*`` and ``spark.sql.sources.partitionOverwriteMode`` now:
     call it again after changing them. The source takes no pushed filters (see
     :mod:`icefloe.spark.source`), so ``spark.sql.python.filterPushdown.enabled`` is left as it is.
+
+    Iceberg ``time`` columns are Spark ``TIME``, which Spark 4.1+ supports only with
+    ``spark.sql.timeType.enabled``: without it, reading works but ``count()``, ``groupBy`` and
+    other Dataset operations on a DataFrame with a time column fail with
+    ``UNSUPPORTED_TIME_TYPE``. So this call turns the conf on for the session unless it was set
+    explicitly (see docs/spark.md for what else it changes).
     """
     from icefloe.spark._config import spark_catalog_conf
+
+    if spark.conf.get(TIME_TYPE_CONF, None) is None:
+        spark.conf.set(TIME_TYPE_CONF, "true")
 
     mode = (spark.conf.get(PARTITION_OVERWRITE_CONF, "static") or "static").lower()
     # A class built here (not importable by name) is pickled by value, captured settings included.

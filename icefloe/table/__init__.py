@@ -5,6 +5,7 @@ from icefloe.table.changelog import ChangelogScan
 from icefloe.table.incremental import IncrementalAppendScan
 from icefloe.table.inspect import InspectTable
 from icefloe.table.manage_snapshots import ManageSnapshots
+from icefloe.table.replace_sort_order import ReplaceSortOrder
 from icefloe.table.scan import DataScan
 from icefloe.table.transaction import Transaction
 from icefloe.table.update_schema import UpdateSchema
@@ -16,6 +17,7 @@ __all__ = [
     "IncrementalAppendScan",
     "InspectTable",
     "ManageSnapshots",
+    "ReplaceSortOrder",
     "Table",
     "Transaction",
     "UpdateSchema",

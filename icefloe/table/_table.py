@@ -166,7 +166,7 @@ class Table:
     def replace_sort_order(self, *, case_sensitive: bool = True) -> ReplaceSortOrder: ...
     @overload
     def replace_sort_order(
-        self, term: SortTermLike, *terms: SortTermLike, case_sensitive: bool = True
+        self, term: SortTermLike, /, *terms: SortTermLike, case_sensitive: bool = True
     ) -> SortOrder: ...
     def replace_sort_order(
         self, *terms: SortTermLike, case_sensitive: bool = True

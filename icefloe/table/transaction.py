@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import BooleanExpression
@@ -58,8 +58,10 @@ if TYPE_CHECKING:
 
     from icefloe.manifest import DataFile
     from icefloe.spec.snapshot import Snapshot
+    from icefloe.spec.sort_order import SortOrder
     from icefloe.spec.table_metadata import TableMetadata
     from icefloe.table._table import Table
+    from icefloe.table.replace_sort_order import ReplaceSortOrder, SortTermLike
 
 __all__ = ["Transaction"]
 
@@ -636,6 +638,22 @@ class Transaction:
         after the block use the new spec: ``with tx.update_spec() as u: u.add_field("hour(ts)")``."""
         self._check_open()
         return UpdateSpec(self._table, case_sensitive=case_sensitive, transaction=self)
+
+    @overload
+    def replace_sort_order(self, *, case_sensitive: bool = True) -> ReplaceSortOrder: ...
+    @overload
+    def replace_sort_order(
+        self, term: SortTermLike, /, *terms: SortTermLike, case_sensitive: bool = True
+    ) -> SortOrder: ...
+    def replace_sort_order(
+        self, *terms: SortTermLike, case_sensitive: bool = True
+    ) -> ReplaceSortOrder | SortOrder:
+        """A new sort order committed with the transaction's other changes (queued now when terms
+        are given, else when the builder's block ends); writes queued after it sort by it."""
+        from icefloe.table.replace_sort_order import replace_sort_order
+
+        self._check_open()
+        return replace_sort_order(self._table, terms, case_sensitive=case_sensitive, transaction=self)
 
     def set_properties(self, **properties: str) -> None:
         self._check_open()
