@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from icefloe.catalog import Catalog
     from icefloe.io import FileIO
+    from icefloe.maintenance import TableMaintenance
     from icefloe.spec.partition import PartitionSpec
     from icefloe.spec.schema import Schema
     from icefloe.spec.snapshot import Snapshot, SnapshotRef
@@ -143,6 +144,14 @@ class Table:
         from icefloe.table.manage_snapshots import ManageSnapshots
 
         return ManageSnapshots(self)
+
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Compaction, delete-file and manifest rewrites, snapshot expiry and orphan-file removal:
+        ``table.maintenance.expire_snapshots(older_than=...)`` (docs/maintenance.md)."""
+        from icefloe.maintenance import TableMaintenance
+
+        return TableMaintenance(self)
 
     def update_schema(
         self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
