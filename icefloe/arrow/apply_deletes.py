@@ -16,6 +16,11 @@
 Multi-column keys are combined one column at a time and re-densified after each step (sorted
 unique codes + searchsorted), so the codes never overflow and matching stays O(n log d).
 
+Equality deletes keep applying after their columns are dropped from the table (the spec: a
+dropped column stays in the data files by id). Such a column is read from the data files by its
+field id, under a placeholder name, typed as the delete file types it (widened to the widest type
+it may have been promoted to), compared, and left out of the output.
+
 Delete-file reads are cached in a small LRU (by path, bounded by bytes) shared by the tasks that a
 process reads, so a delete file covering many data files (or a data file split into several tasks)
 is read once. A delete file that does not decode raises
@@ -27,8 +32,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,14 +42,23 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.arrow._name_mapping import annotate_field_ids, has_field_ids, mapping_from_schema
-from icefloe.arrow.schema import field_id_of
+from icefloe.arrow.schema import arrow_to_schema, field_id_of, type_to_arrow
 from icefloe.errors import CorruptFileError, InvalidMetadataError, SchemaError, UnsupportedFeatureError
 from icefloe.io import FileIO
 from icefloe.io._decode import EQUALITY_DELETE_FILE, POSITION_DELETE_FILE, decoding
 from icefloe.io.puffin import deletion_vector_positions, read_blob
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import NestedField, StructType
+from icefloe.spec.types import (
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StructType,
+)
 
 __all__ = ["DeleteFilter", "DeleteLoader", "default_delete_loader"]
 
@@ -65,10 +79,12 @@ class _PositionsByPath:
 
 @dataclass(frozen=True)
 class _EqualityRows:
-    """The key columns of one equality delete file, in the order of its equality ids."""
+    """The key columns of one equality delete file, in the order of its equality ids, and the
+    file's own columns leading to them (see :func:`_equality_fields`)."""
 
     columns: tuple[pa.Array, ...]
     nbytes: int
+    fields: tuple[pa.Field, ...]
 
 
 class DeleteLoader:
@@ -226,13 +242,16 @@ class DeleteLoader:
 
         _check_parquet(d)
         eq_ids = tuple(d.equality_ids or ())
-        key_schema = _key_schema(table_schema, eq_ids, d.file_path)
         with decoding(d.file_path, EQUALITY_DELETE_FILE), io.new_input(d.file_path).open() as stream:
             pf = pq.ParquetFile(stream)
             file_schema = pf.schema_arrow
             annotated = not has_field_ids(file_schema)
             if annotated:
                 file_schema = annotate_field_ids(file_schema, mapping_from_schema(table_schema))
+            eq_fields = _equality_fields(file_schema, eq_ids)
+            key_schema = _with_equality_columns(table_schema, eq_fields, eq_ids, d.file_path).select_ids(
+                eq_ids
+            )
             top_ids = {f.field_id for f in key_schema.fields}
             columns = [f.name for f in file_schema if field_id_of(f) in top_ids]
             table = pf.read(columns=columns)
@@ -245,10 +264,10 @@ class DeleteLoader:
             )
         batch = table.combine_chunks().to_batches()
         if not batch:
-            return _EqualityRows(tuple(pa.array([], _leaf_type(key_schema, i)) for i in eq_ids), 0)
+            return _EqualityRows(tuple(pa.array([], _leaf_type(key_schema, i)) for i in eq_ids), 0, eq_fields)
         laid_out = to_table_layout(batch[0], key_schema)
         columns_by_id = tuple(_storage(leaf_column(laid_out, key_schema, i)) for i in eq_ids)
-        return _EqualityRows(columns_by_id, int(sum(c.nbytes for c in columns_by_id)))
+        return _EqualityRows(columns_by_id, int(sum(c.nbytes for c in columns_by_id)), eq_fields)
 
 
 def _check_parquet(d: DataFile) -> None:
@@ -289,21 +308,122 @@ def _check_position_types(table: pa.Table, d: DataFile) -> None:
         )
 
 
-def _key_schema(table_schema: Schema, eq_ids: tuple[int, ...], delete_path: str) -> Schema:
-    missing = [i for i in eq_ids if table_schema.find_field_or_none(i) is None]
-    if missing:
+# --------------------------------------------------------------------------- dropped equality columns
+
+_DROPPED_NAME = "__icefloe_dropped_{}"
+
+
+def _equality_fields(file_schema: pa.Schema, eq_ids: Iterable[int]) -> tuple[pa.Field, ...]:
+    """The top-level columns of a delete file that hold its equality fields, each pruned to the
+    path leading to them (as the file has them: names, types, field ids)."""
+    wanted = set(eq_ids)
+
+    def prune(f: pa.Field) -> pa.Field | None:
+        try:
+            fid = field_id_of(f)
+        except SchemaError:
+            return None  # an unreadable id is no equality field's
+        if fid is None:
+            return None
+        if fid in wanted:
+            return f
+        if not pa.types.is_struct(f.type):
+            return None
+        children = [c for i in range(f.type.num_fields) if (c := prune(f.type.field(i))) is not None]
+        return f.with_type(pa.struct(children)) if children else None
+
+    return tuple(nf for f in file_schema if (nf := prune(f)) is not None)
+
+
+def _with_equality_columns(
+    schema: Schema, fields: Sequence[pa.Field], eq_ids: Iterable[int], delete_path: str
+) -> Schema:
+    """``schema`` plus the equality fields of a delete file (whose own columns leading to them
+    are ``fields``, see :func:`_equality_fields`) that it no longer has: columns dropped since the
+    delete was written, which the delete still applies to. Each comes back where the delete file
+    has it, optional, under a placeholder name (a new column may have taken the old name), typed
+    as the delete file has it, widened to the widest type it may have been promoted to: data
+    files of every schema version then read it without loss."""
+    missing = {i for i in eq_ids if schema.find_field_or_none(i) is None}
+    if not missing:
+        return schema
+    found: set[int] = set()
+
+    def prune(f: pa.Field) -> NestedField | None:
+        fid = field_id_of(f)
+        assert fid is not None  # _equality_fields keeps fields with ids only
+        name = f.name if schema.find_field_or_none(fid) is not None else _DROPPED_NAME.format(fid)
+        if fid in missing:
+            found.add(fid)
+            try:
+                t = arrow_to_schema(pa.schema([f]), timestamp_ns="keep").fields[0].field_type
+            except SchemaError as e:
+                raise SchemaError(
+                    f"equality delete file {delete_path}: the dropped column {f.name!r} (id {fid}) it "
+                    f"compares has a type Iceberg cannot hold: {e}",
+                    file=delete_path,
+                ) from None
+            return NestedField(fid, name, _widest(t))
+        if pa.types.is_struct(f.type):
+            children = [c for i in range(f.type.num_fields) if (c := prune(f.type.field(i))) is not None]
+            if children:
+                return NestedField(fid, name, StructType(*children))
+        return None
+
+    extra = StructType(*[c for c in (prune(f) for f in fields) if c is not None])
+    if missing - found:
         raise SchemaError(
-            f"equality delete file {delete_path} compares field id(s) {missing}, which the read "
-            "schema does not have",
+            f"equality delete file {delete_path} compares field id(s) {sorted(missing - found)}, which "
+            "neither the read schema nor the delete file (by field id) has",
             hint="read with a schema that still has the equality columns",
         )
-    return table_schema.select_ids(eq_ids)
+    merged = _merge_struct(schema.as_struct(), extra)
+    return Schema(
+        *merged.fields, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids
+    )
+
+
+def _merge_struct(struct: StructType, extra: StructType) -> StructType:
+    """``struct`` with the fields of ``extra`` added by id (structs present in both merged)."""
+    added = {f.field_id: f for f in extra.fields}
+    out = []
+    for f in struct.fields:
+        more = added.pop(f.field_id, None)
+        if (
+            more is not None
+            and isinstance(f.field_type, StructType)
+            and isinstance(more.field_type, StructType)
+        ):
+            f = replace(f, field_type=_merge_struct(f.field_type, more.field_type))
+        out.append(f)
+    out.extend(added.values())
+    return StructType(*out)
+
+
+def _widest(t: IcebergType) -> IcebergType:
+    """The widest type that a column of type ``t`` may have had before or after ``t``."""
+    if isinstance(t, IntegerType):
+        return LongType()
+    if isinstance(t, FloatType):
+        return DoubleType()
+    if isinstance(t, DecimalType):
+        return DecimalType(38, t.scale)
+    return t
+
+
+def _storage_type(t: IcebergType) -> pa.DataType:
+    arrow = type_to_arrow(t)
+    return arrow.storage_type if isinstance(arrow, pa.BaseExtensionType) else arrow
 
 
 def _leaf_type(schema: Schema, field_id: int) -> pa.DataType:
     from icefloe.arrow.schema import type_to_arrow
 
     return type_to_arrow(schema.find_field(field_id).field_type)
+
+
+def _cast(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    return arr if arr.type == t else arr.cast(t)
 
 
 def _storage(arr: pa.Array) -> pa.Array:
@@ -414,17 +534,35 @@ class DeleteFilter:
         equality_files = [d for d in delete_files if d.content == DataFileContent.EQUALITY_DELETES]
         self.positions = loader.positions(io, data_file.file_path, position_files)
         grouped: dict[tuple[int, ...], list[_EqualityRows]] = {}
+        self._equality_fields: list[tuple[tuple[pa.Field, ...], tuple[int, ...], str]] = []
         for d in equality_files:
             ids = tuple(d.equality_ids or ())
             if not ids:
                 raise InvalidMetadataError(f"equality delete file {d.file_path} has no equality_ids")
-            grouped.setdefault(ids, []).append(loader.equality_rows(io, d, table_schema))
+            rows = loader.equality_rows(io, d, table_schema)
+            self._equality_fields.append((rows.fields, ids, d.file_path))
+            grouped.setdefault(ids, []).append(rows)
+        # The table schema plus the dropped columns the equality deletes compare: batches are
+        # read as (a projection of) this schema.
+        self.schema = schema = self.extend(table_schema)
         self.key_sets: list[_KeySet] = []
         for ids, parts in grouped.items():
             if not any(len(p.columns[0]) for p in parts):
                 continue
-            columns = [pa.concat_arrays([p.columns[i] for p in parts]) for i in range(len(ids))]
+            # Delete files written under older schemas (or rows cached under one) hold narrower
+            # types; compare in the type the batches have.
+            types = [_storage_type(schema.find_field(i).field_type) for i in ids]
+            columns = [
+                pa.concat_arrays([_cast(p.columns[k], types[k]) for p in parts]) for k in range(len(ids))
+            ]
             self.key_sets.append(_KeySet(ids, columns))
+
+    def extend(self, schema: Schema) -> Schema:
+        """``schema`` plus the columns these equality deletes compare that it does not have
+        (see :func:`_with_equality_columns`)."""
+        for fields, ids, path in self._equality_fields:
+            schema = _with_equality_columns(schema, fields, ids, path)
+        return schema
 
     @property
     def equality_field_ids(self) -> set[int]:

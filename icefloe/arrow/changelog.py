@@ -87,18 +87,20 @@ def read_changelog_task(
         None if isinstance(task.residual, AlwaysTrue) else bind(table_schema, task.residual, case_sensitive)
     )
     ids = set(projected.field_ids())
+    source = table_schema  # plus equality columns dropped since their deletes were written
     for flt in (before, after):
         if flt is not None:
             ids |= flt.equality_field_ids
+            source = flt.extend(source)
     if residual is not None:
         ids |= referenced_field_ids(residual)
-    read_schema = table_schema.select_ids(ids) if ids != projected.field_ids() else projected
+    read_schema = source.select_ids(ids) if ids != projected.field_ids() else projected
     mask_fn = arrow_mask(residual, read_schema) if residual is not None else None
     out_schema = changelog_arrow_schema(projected)
     projected_arrow = schema_to_arrow(projected)
     first_row = 0
     plain = FileScanTask(task.file, AlwaysTrue())
-    for batch in read_task(io, plain, read_schema, table_schema, case_sensitive, name_mapping=name_mapping):
+    for batch in read_task(io, plain, read_schema, source, case_sensitive, name_mapping=name_mapping):
         n = batch.num_rows
         keep_before = _keep(before, task.deletes_before is not None, batch, read_schema, first_row)
         keep_after = _keep(after, task.deletes_after is not None, batch, read_schema, first_row)

@@ -252,38 +252,65 @@ def _conform_struct(arr: pa.Array, t: StructType, target_type: pa.DataType, path
 
 
 def _fill_nulls(arr: pa.Array) -> pa.Array:
-    """Replace nulls by arbitrary valid values of the same type (recursively for nested types)."""
+    """``arr`` without nulls: each null becomes a placeholder value of the same type, and so
+    does every null that a non-nullable field inside it would show once its parent is valid
+    (recursively through structs, lists and maps).
+
+    The nulls replaced sit under null parents only, where no reader sees them; the Parquet
+    writer still rejects nulls in a non-nullable column, whatever its parent holds."""
     t = arr.type
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _fill_nulls(arr.storage))
     if pa.types.is_struct(t):
-        children = [
-            _fill_nulls(c) if not t.field(i).nullable and c.null_count else c
-            for i, c in enumerate(arr.flatten())
-        ]
+        # flatten() merges the struct's own nulls into its children, which are filled in turn.
+        children = [_fill_required(c, t.field(i)) for i, c in enumerate(arr.flatten())]
         return pa.StructArray.from_arrays(children, fields=list(t))
     if pa.types.is_list(t):
-        return pa.ListArray.from_arrays(_relative_offsets(arr), _raw_values(arr), type=t)
+        values = _fill_required(_raw_values(arr), t.value_field)
+        return pa.ListArray.from_arrays(_relative_offsets(arr), values, type=t)
     if pa.types.is_map(t):
         start = arr.offsets[0].as_py()
         end = arr.offsets[len(arr)].as_py()
         keys = arr.keys.slice(start, end - start)
-        return pa.MapArray.from_arrays(_relative_offsets(arr), keys, _raw_values(arr), type=t)
+        items = _fill_required(_raw_values(arr), t.item_field)
+        return pa.MapArray.from_arrays(_relative_offsets(arr), keys, items, type=t)
+    if not arr.null_count:
+        return arr
+    return pc.fill_null(arr, _placeholder(t))
+
+
+def _fill_required(arr: pa.Array, field: pa.Field) -> pa.Array:
+    """``arr`` (the values of ``field``) with its nulls filled when the field is not nullable."""
+    return _fill_nulls(arr) if not field.nullable and _has_nulls(arr) else arr
+
+
+def _has_nulls(arr: pa.Array) -> bool:
+    """Whether ``arr`` or a non-nullable field inside it holds a null."""
+    if arr.null_count:
+        return True
+    t = arr.type
     if isinstance(t, pa.BaseExtensionType):
-        return pa.ExtensionArray.from_storage(t, _fill_nulls(arr.storage))
-    if pa.types.is_string(t):
-        fill = pa.scalar("", t)
-    elif pa.types.is_binary(t):
-        fill = pa.scalar(b"", t)
-    elif pa.types.is_fixed_size_binary(t):
-        fill = pa.scalar(b"\0" * t.byte_width, t)
-    elif pa.types.is_boolean(t):
-        fill = pa.scalar(False)
-    elif pa.types.is_date32(t):
-        fill = pa.scalar(0, pa.int32()).cast(t)
-    elif pa.types.is_temporal(t):
-        fill = pa.scalar(0, pa.int64()).cast(t)
-    else:
-        fill = pa.scalar(0).cast(t)
-    return pc.fill_null(arr, fill)
+        return False
+    if pa.types.is_struct(t):
+        return any(not t.field(i).nullable and _has_nulls(c) for i, c in enumerate(arr.flatten()))
+    if pa.types.is_list(t):
+        return not t.value_field.nullable and _has_nulls(_raw_values(arr))
+    if pa.types.is_map(t):
+        return not t.item_field.nullable and _has_nulls(_raw_values(arr))
+    return False
+
+
+def _placeholder(t: pa.DataType) -> pa.Scalar:
+    """A valid value of the primitive Arrow type ``t``, standing in for a null nobody can see."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    # The other primitives are fixed-width, and all-zero bytes are a value of each of them: 0,
+    # 0.0, false, the epoch, a zero-filled fixed/uuid, and a decimal zero whatever its precision
+    # and scale (casting the integer 0 instead needs 19 digits before the point).
+    width = max(t.bit_width // 8, 1)
+    return pa.Array.from_buffers(t, 1, [None, pa.py_buffer(bytes(width))])[0]
 
 
 def _as_plain_list(arr: pa.Array, path: str) -> pa.Array:

@@ -15,7 +15,8 @@ residual are skipped. Row-level deletes (``task.delete_files``) are computed per
 :mod:`icefloe.arrow.apply_deletes` as a keep mask: each batch knows the file position of its first
 row (row groups are read in contiguous runs starting at their first row index, so skipped row
 groups do not shift positions), and equality columns the projection lacks are read too and dropped
-afterwards.
+afterwards (also those dropped from the table since the delete: the data files still hold them by
+field id).
 
 Row-group pruning reuses :class:`InclusiveMetricsEvaluator`: each row group's Parquet column
 statistics are presented as the metrics of a one-row-group data file, so a row group is skipped
@@ -133,7 +134,9 @@ def read_task(
         extra |= deletes.equality_field_ids
     extra -= projected_schema.field_ids()
     if extra:
-        read_schema = table_schema.select_ids(projected_schema.field_ids() | extra)
+        # The deletes' schema also has the equality columns dropped from the table since.
+        source = table_schema if deletes is None else deletes.schema
+        read_schema = source.select_ids(projected_schema.field_ids() | extra)
 
     path = task.file.file_path
     if task.file.file_format != FileFormat.PARQUET:

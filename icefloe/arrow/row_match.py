@@ -38,7 +38,10 @@ class FilterMatcher:
         bound = bind(schema, row_filter)
         self.field_ids = referenced_field_ids(bound)
         self.read_schema = schema.select_ids(self.field_ids)
-        self._mask = arrow_mask(row_filter, self.read_schema)
+        # The mask is built from the bound filter: binding may settle predicates by the schema
+        # alone (``id is null`` on a required column, a literal beyond the column's range), and
+        # the unbound filter would still name columns that the read schema no longer needs.
+        self._mask = arrow_mask(bound, self.read_schema)
 
     def matches(self, batch: pa.RecordBatch) -> np.ndarray:
         mask: np.ndarray = self._mask(batch).to_numpy(zero_copy_only=False)
