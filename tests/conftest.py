@@ -180,7 +180,10 @@ def open_catalog(
             warehouse=warehouse,
             **props,
         )
-        server = RestServer(backing, tokens=["suite-token"]).__enter__()
+        # the suite's tests put tables anywhere in their own directory, not only in the warehouse,
+        # and register Iceberg Java's reference tables
+        allowed = [tmp_path.as_uri(), Path(os.environ["ICEFLOE_ORACLE_REF"]).as_uri()]
+        server = RestServer(backing, tokens=["suite-token"], allowed_locations=allowed).__enter__()
         clients: list[Any] = []
 
         def stop() -> None:

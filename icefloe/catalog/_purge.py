@@ -88,7 +88,8 @@ class PurgePlan:
     unreadable: list[PurgeProblem] = field(default_factory=list)
 
     def execute(self, workers: int = 8) -> PurgeReport:
-        """Delete the files group by group (each group in parallel) and report."""
+        """Delete the files group by group and report: within a group, up to ``workers``
+        directories at a time, the files of one directory one after the other."""
         deleted = missing = 0
         failed: list[PurgeProblem] = []
         for kind, paths in self.groups:
@@ -201,6 +202,15 @@ def _unreadable(plan: PurgePlan, path: str, kind: str, error: IcefloeError) -> N
 
 
 def _delete_all(io: FileIO, paths: list[str], workers: int) -> list[tuple[str, IcefloeError | None]]:
+    """Delete ``paths``: directories in parallel, the files of one directory serially.
+
+    pyarrow's S3 delete is three requests (HEAD, DELETE, then a PUT re-creating the parent
+    "directory" marker), and concurrent marker writes into one directory queue up on SeaweedFS:
+    200 files of one directory took 2.0 s to delete with 8 threads and 0.5 s one at a time (the
+    purge of a 201-file table 9-11 s before, about 1 s now). Threads still pay off across
+    directories (a partitioned table's data files), the more so where requests are slower than
+    on a local SeaweedFS."""
+
     def delete_one(path: str) -> tuple[str, IcefloeError | None]:
         try:
             io.delete(path)
@@ -211,7 +221,13 @@ def _delete_all(io: FileIO, paths: list[str], workers: int) -> list[tuple[str, I
             return path, FileIOError(f"cannot delete {path!r}: {e}", location=path, not_found=not_found)
         return path, None
 
-    if len(paths) <= 1:
-        return [delete_one(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(workers, len(paths))) as pool:
-        return list(pool.map(delete_one, paths))
+    def delete_directory(directory_paths: list[str]) -> list[tuple[str, IcefloeError | None]]:
+        return [delete_one(p) for p in directory_paths]
+
+    by_directory: dict[str, list[str]] = {}
+    for path in paths:
+        by_directory.setdefault(path.rsplit("/", 1)[0], []).append(path)
+    if len(by_directory) <= 1 or workers <= 1:
+        return delete_directory(paths)
+    with ThreadPoolExecutor(max_workers=min(workers, len(by_directory))) as pool:
+        return [result for done in pool.map(delete_directory, by_directory.values()) for result in done]

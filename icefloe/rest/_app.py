@@ -14,7 +14,9 @@ namespace separator is the unit separator ``%1F``)::
 A commit is checked on the server: the catalog validates the requirements against the current
 metadata, applies the updates and swaps the pointer (`Catalog.commit_table`); the client never
 writes table metadata files itself. Request bodies are validated by their models and by the
-same parsers that read metadata files; anything invalid is a 400 ``BadRequestException``.
+same parsers that read metadata files; anything invalid is a 400 ``BadRequestException``. Every
+location a request names must lie inside the warehouse or an ``--allow-location`` prefix
+(`icefloe.rest._locations`), or the request is refused with a 403 before any file is touched.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
@@ -34,9 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from icefloe.catalog import Catalog, Identifier, Namespace, TableCommit, to_identifier, to_namespace
-from icefloe.errors import IcefloeError, NoSuchTableError, ValidationError
+from icefloe.catalog._files import read_metadata_file
+from icefloe.errors import CorruptFileError, IcefloeError, NoSuchTableError, ValidationError
+from icefloe.io import load_file_io
 from icefloe.rest._auth import Authenticator, OAuthError
-from icefloe.rest._errors import RestError, error_body, to_rest_error
+from icefloe.rest._errors import RestError, bad_request, error_body, to_rest_error
+from icefloe.rest._locations import NAMESPACE_LOCATION, PATH_PROPERTIES, LocationPolicy
 from icefloe.spec.partition import UNPARTITIONED_SPEC, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import SortOrder
@@ -185,12 +190,21 @@ def _paginate(
 
 
 class _Server:
-    """The state routes share: the catalog, who may call, and what is vended."""
+    """The state routes share: the catalog, who may call, where tables may go, and what is
+    vended."""
 
-    def __init__(self, catalog: Catalog, auth: Authenticator, vend_credentials: bool) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        auth: Authenticator,
+        vend_credentials: bool,
+        allowed_locations: Sequence[str] = (),
+    ) -> None:
         self.catalog = catalog
         self.auth = auth
         self.vend_credentials = vend_credentials
+        warehouse = catalog.properties.get("warehouse")
+        self.locations = LocationPolicy([*([warehouse] if warehouse else []), *allowed_locations])
 
     def table_config(
         self, location: str, delegation: str | None
@@ -239,6 +253,7 @@ def create_app(
     allow_anonymous: bool = False,
     token_lifetime_s: int = 3600,
     vend_credentials: bool = False,
+    allowed_locations: Sequence[str] = (),
 ) -> FastAPI:
     """A FastAPI application serving ``catalog`` over the Iceberg REST protocol.
 
@@ -247,11 +262,13 @@ def create_app(
     without a token (the caller is responsible for binding to loopback only: see
     `icefloe.rest.serve`). ``vend_credentials`` hands the catalog's object-store properties
     (``s3.*``) to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``.
+    Tables may lie inside the catalog's ``warehouse`` and the ``allowed_locations`` prefixes only
+    (`ConfigError` for a prefix that is not a location).
     """
     auth = Authenticator(
         tuple(tokens), credentials, allow_anonymous=allow_anonymous, token_lifetime_s=token_lifetime_s
     )
-    server = _Server(catalog, auth, vend_credentials)
+    server = _Server(catalog, auth, vend_credentials, allowed_locations)
     app = FastAPI(
         title="icefloe Iceberg REST catalog",
         docs_url=None,
@@ -368,6 +385,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 def _add_routes(router: APIRouter, server: _Server) -> None:
     catalog = server.catalog
+    locations = server.locations
 
     # ------------------------------------------------------------------ config
     @router.get("/config")
@@ -400,6 +418,7 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         ns = to_namespace(tuple(body.namespace))
         if not ns:
             raise ValidationError("cannot create the root namespace")
+        locations.check_properties(body.properties, (NAMESPACE_LOCATION,), "the namespace")
         catalog.create_namespace(ns, body.properties)
         return {"namespace": list(ns), "properties": catalog.load_namespace_properties(ns)}
 
@@ -423,6 +442,7 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         overlap = sorted(set(body.removals) & set(body.updates))
         if overlap:
             raise RestError(422, "UnprocessableEntityException", f"keys both removed and updated: {overlap}")
+        locations.check_properties(body.updates, (NAMESPACE_LOCATION,), "the namespace")
         summary = catalog.update_namespace_properties(ns, body.removals, body.updates)
         return {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing}
 
@@ -450,6 +470,9 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         delegation: Annotated[str | None, Header(alias="X-Iceberg-Access-Delegation")] = None,
     ) -> Response:
         ident = to_identifier((*_namespace(namespace), body.name))
+        if body.location:
+            locations.check(body.location, "the table location")
+        locations.check_properties(body.properties, PATH_PROPERTIES, "the table")
         schema = _parse(Schema.from_json, body.table_schema, "schema")
         spec = (
             _parse(PartitionSpec.from_json, body.partition_spec, "partition-spec")
@@ -457,9 +480,12 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
             else UNPARTITIONED_SPEC
         )
         order = _parse(SortOrder.from_json, body.write_order, "write-order") if body.write_order else None
-        if body.stage_create:
+        if body.stage_create or not body.location:
+            # the metadata create_table would write, without writing it: where it would go
             metadata = catalog.stage_create_table(ident, schema, spec, order, body.location, body.properties)
-            return _json(server.load_result(metadata.to_json(), None, delegation))
+            locations.check(metadata.location, "the table's default location")
+            if body.stage_create:
+                return _json(server.load_result(metadata.to_json(), None, delegation))
         table = catalog.create_table(ident, schema, spec, order, body.location, body.properties)
         result = server.load_result(table.metadata.to_json(), table.metadata_location, delegation)
         return _json(result, etag=_etag(table.metadata_location, "all"))
@@ -471,7 +497,17 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         delegation: Annotated[str | None, Header(alias="X-Iceberg-Access-Delegation")] = None,
     ) -> Response:
         ident = to_identifier((*_namespace(namespace), body.name))
-        table = catalog.register_table(ident, body.metadata_location, overwrite=body.overwrite)
+        # before anything reads the file: the client could name any file the server may read
+        locations.check(body.metadata_location, "the metadata file to register")
+        try:
+            # a metadata file inside the allowed locations can still send the table elsewhere
+            metadata = read_metadata_file(
+                load_file_io(catalog.properties, body.metadata_location), body.metadata_location
+            )
+            locations.check_metadata(metadata, "the registered table's")
+            table = catalog.register_table(ident, body.metadata_location, overwrite=body.overwrite)
+        except CorruptFileError as e:
+            raise bad_request(e) from None  # the client named the file: its problem, not ours
         result = server.load_result(table.metadata.to_json(), table.metadata_location, delegation)
         return _json(result, etag=_etag(table.metadata_location, "all"))
 
@@ -510,6 +546,7 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         _log.debug("commit to %s: requirements %s updates %s", ident, body.requirements, body.updates)
         requirements = [requirement_from_json(r) for r in body.requirements]
         updates = [update_from_json(u) for u in body.updates]
+        locations.check_updates(updates, "the commit")
         metadata, location = catalog.commit_table(ident, requirements, updates)
         return _json(
             {"metadata-location": location, "metadata": metadata.to_json()}, etag=_etag(location, "all")
@@ -551,12 +588,11 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         for change in body.table_changes:
             if change.identifier is None:
                 raise ValidationError("every table change of a transaction needs an 'identifier'")
+            ident = _model_ident(change.identifier)
+            updates = [update_from_json(u) for u in change.updates]
+            locations.check_updates(updates, f"the change to {'.'.join(ident)!r}")
             commits.append(
-                TableCommit(
-                    _model_ident(change.identifier),
-                    [requirement_from_json(r) for r in change.requirements],
-                    [update_from_json(u) for u in change.updates],
-                )
+                TableCommit(ident, [requirement_from_json(r) for r in change.requirements], updates)
             )
         catalog.commit_tables(commits)
         return Response(status_code=204)

@@ -6,7 +6,9 @@ Every non-2xx answer of the server is an ``IcebergErrorResponse``::
 
 The ``type`` names are the exception names Iceberg Java uses, which is what clients match on
 (PyIceberg and DuckDB go by the status code). A stack trace is never sent: unexpected failures
-are logged on the server and answered with a generic 500.
+are logged on the server and answered with a generic 500. A stored file that does not decode
+(`CorruptFileError`) is a 500 ``InternalServerError`` naming the file (the table's own file, so
+the name tells the client nothing its table's location does not).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from icefloe.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     ConflictError,
+    CorruptFileError,
     FileIOError,
     IcefloeError,
     InvalidMetadataError,
@@ -29,7 +32,7 @@ from icefloe.errors import (
     ValidationError,
 )
 
-__all__ = ["HINT_MARK", "RestError", "error_body", "to_rest_error"]
+__all__ = ["HINT_MARK", "RestError", "bad_request", "error_body", "to_rest_error"]
 
 
 @dataclass
@@ -76,6 +79,10 @@ def to_rest_error(e: IcefloeError) -> RestError:
         return RestError(409, "CommitFailedException", message)
     if isinstance(e, UnsupportedFeatureError):
         return RestError(406, "UnsupportedOperationException", message)
+    if isinstance(e, CorruptFileError) and e.context.get("path"):
+        # a file the server holds (a table's own file) does not decode: the server's problem, not
+        # the request's. Register, where the client names the file, answers 400 (`bad_request`).
+        return RestError(500, "InternalServerError", message)
     if isinstance(e, ValidationError | InvalidMetadataError):
         # bad input: an unknown update, metadata the updates would break, a bad schema
         return RestError(400, "BadRequestException", message)
@@ -86,3 +93,8 @@ def to_rest_error(e: IcefloeError) -> RestError:
         # storage failed before any pointer moved: nothing was committed
         return RestError(503, "ServiceUnavailableException", message)
     return RestError(500, "InternalServerError", message)
+
+
+def bad_request(e: IcefloeError) -> RestError:
+    """A 400 for an error the request caused, whatever its kind."""
+    return RestError(400, "BadRequestException", _message(e))

@@ -31,7 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="catalog database (SQLAlchemy URL: sqlite:///path.db, postgresql+psycopg://...; "
         "'memory:' for an in-memory catalog); default sqlite:///icefloe-catalog.db",
     )
-    parser.add_argument("--warehouse", required=True, help="where new tables go: file:///... or s3://...")
+    parser.add_argument(
+        "--warehouse",
+        required=True,
+        help="where new tables go: file:///... or s3://...; clients may put tables inside it only",
+    )
+    parser.add_argument(
+        "--allow-location",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="another location prefix clients may put tables in or register them from, besides "
+        "the warehouse (repeatable)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     parser.add_argument(
@@ -107,6 +119,7 @@ def run(args: argparse.Namespace) -> None:
             token_lifetime_s=args.token_lifetime,
             vend_credentials=args.vend_credentials,
             log_level=args.log_level,
+            allowed_locations=args.allow_location,
         )
     finally:
         catalog.close()

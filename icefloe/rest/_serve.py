@@ -99,6 +99,7 @@ def build_app(
     allow_anonymous: bool = False,
     token_lifetime_s: int = 3600,
     vend_credentials: bool = False,
+    allowed_locations: Sequence[str] = (),
 ) -> FastAPI:
     check_security(host, tokens, credentials, allow_anonymous)
     if token_lifetime_s <= 0:
@@ -112,6 +113,7 @@ def build_app(
         allow_anonymous=allow_anonymous,
         token_lifetime_s=token_lifetime_s,
         vend_credentials=vend_credentials,
+        allowed_locations=allowed_locations,
     )
 
 
@@ -126,9 +128,11 @@ def serve(
     token_lifetime_s: int = 3600,
     vend_credentials: bool = False,
     log_level: str = "info",
+    allowed_locations: Sequence[str] = (),
 ) -> None:
     """Serve ``catalog`` over the Iceberg REST protocol until interrupted (uvicorn, one
-    process; requests run on its thread pool)."""
+    process; requests run on its thread pool). Tables may lie inside the catalog's warehouse and
+    the ``allowed_locations`` prefixes only."""
     import uvicorn
 
     app = build_app(
@@ -139,13 +143,15 @@ def serve(
         allow_anonymous=allow_anonymous,
         token_lifetime_s=token_lifetime_s,
         vend_credentials=vend_credentials,
+        allowed_locations=allowed_locations,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
 
 
 class RestServer:
     """A REST catalog server on a background thread: ``with RestServer(catalog, token="t") as s:``
-    then point clients at ``s.url``. Binds to loopback; port 0 picks a free port."""
+    then point clients at ``s.url``. Binds to loopback; port 0 picks a free port. Tables may lie
+    inside the catalog's warehouse and the ``allowed_locations`` prefixes only."""
 
     def __init__(
         self,
@@ -158,6 +164,7 @@ class RestServer:
         allow_anonymous: bool = False,
         token_lifetime_s: int = 3600,
         vend_credentials: bool = False,
+        allowed_locations: Sequence[str] = (),
     ) -> None:
         import uvicorn
 
@@ -170,6 +177,7 @@ class RestServer:
             allow_anonymous=allow_anonymous,
             token_lifetime_s=token_lifetime_s,
             vend_credentials=vend_credentials,
+            allowed_locations=allowed_locations,
         )
         self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -224,8 +232,9 @@ class RestServerProcess:
         with RestServerProcess("sqlite:///cat.db", "file:///wh", token="t") as server:
             load_catalog("x", uri=server.url, token="t")
 
-    ``extra_args`` go to the command line as they are (``--credential``, ``--property``, ...);
-    ``env`` adds to the child's environment (``ICEFLOE_REST_TOKEN``, ...).
+    ``allowed_locations`` become ``--allow-location`` flags; ``extra_args`` go to the command
+    line as they are (``--credential``, ``--property``, ...); ``env`` adds to the child's
+    environment (``ICEFLOE_REST_TOKEN``, ...).
     """
 
     def __init__(
@@ -240,6 +249,7 @@ class RestServerProcess:
         log_path: str | None = None,
         startup_timeout_s: float = 60.0,
         env: Mapping[str, str] | None = None,
+        allowed_locations: Sequence[str] = (),
     ) -> None:
         self.host = host
         self._env = dict(env) if env else None
@@ -255,6 +265,7 @@ class RestServerProcess:
             str(self.port),
             "--log-level",
             "warning",
+            *(arg for prefix in allowed_locations for arg in ("--allow-location", prefix)),
             *extra_args,
         ]
         if token:
