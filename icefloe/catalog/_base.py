@@ -21,7 +21,7 @@ import posixpath
 import threading
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -234,6 +234,9 @@ class Catalog(ABC):
             raise ConfigError(f"invalid catalog name {name!r}", hint="pass a non-empty string")
         self.name = name
         self.properties: dict[str, str] = {k: str(v) for k, v in properties.items()}
+        #: which files ``drop_table(purge=True)`` may delete (None: every file the table
+        #: references); a REST server sets it to its allowed locations
+        self.purge_filter: Callable[[str], bool] | None = None
         self._io_lock = threading.Lock()
         self._ios: dict[str, FileIO] = {}
 
@@ -498,6 +501,8 @@ class Catalog(ABC):
         plan: PurgePlan | None = None
         if purge:
             plan = plan_purge(self._io(location), location)  # read everything before dropping
+            if self.purge_filter is not None:
+                plan.restrict(self.purge_filter)
         if not self._delete_pointer(ident):
             raise self._no_such_table(ident)
         return None if plan is None else plan.execute()

@@ -23,7 +23,7 @@ stores and could reach other tables' files).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -71,12 +71,15 @@ class PurgeReport:
     unreadable: tuple[PurgeProblem, ...] = ()
     not_deleted: tuple[PurgeProblem, ...] = ()
     by_server: bool = False
+    #: referenced files the purge was not allowed to delete (outside the catalog's
+    #: ``purge_filter``, e.g. a REST server's allowed locations); they were left as they are
+    outside: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
         """Every file of the table was found and is gone now (unknown, so False, when the
         server purged)."""
-        return not (self.by_server or self.unreadable or self.not_deleted)
+        return not (self.by_server or self.unreadable or self.not_deleted or self.outside)
 
 
 @dataclass
@@ -86,6 +89,16 @@ class PurgePlan:
     io: FileIO
     groups: list[tuple[str, list[str]]] = field(default_factory=list)
     unreadable: list[PurgeProblem] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+
+    def restrict(self, allowed: Callable[[str], bool]) -> None:
+        """Keep only the files ``allowed`` accepts; the others are reported as ``outside``."""
+        kept: list[tuple[str, list[str]]] = []
+        for kind, paths in self.groups:
+            ok = [p for p in paths if allowed(p)]
+            self.outside += [p for p in paths if not allowed(p)]
+            kept.append((kind, ok))
+        self.groups = kept
 
     def execute(self, workers: int = 8) -> PurgeReport:
         """Delete the files group by group and report: within a group, up to ``workers``
@@ -101,7 +114,9 @@ class PurgePlan:
                 else:
                     _log.warning("purge: could not delete %s %s: %s", kind, path, error.message)
                     failed.append(PurgeProblem(path, kind, error))
-        return PurgeReport(deleted, missing, tuple(self.unreadable), tuple(failed))
+        return PurgeReport(
+            deleted, missing, tuple(self.unreadable), tuple(failed), outside=tuple(self.outside)
+        )
 
 
 def plan_purge(io: FileIO, metadata_location: str) -> PurgePlan:

@@ -205,6 +205,8 @@ class _Server:
         self.vend_credentials = vend_credentials
         warehouse = catalog.properties.get("warehouse")
         self.locations = LocationPolicy([*([warehouse] if warehouse else []), *allowed_locations])
+        # a purge deletes what the table's metadata references: only inside the allowed locations
+        catalog.purge_filter = self.locations.allows
 
     def table_config(
         self, location: str, delegation: str | None

@@ -492,3 +492,56 @@ def test_corrupt_text_that_is_no_file_stays_a_bad_request() -> None:
     no_file = to_rest_error(CorruptFileError.of(None, "table metadata", "not JSON"))
     assert (no_file.status, no_file.type) == (400, "BadRequestException")
     assert to_rest_error(IcefloeError("x")).status == 500
+
+
+def test_purge_deletes_nothing_outside_the_allowed_locations(
+    root: Path, backing: SqlCatalog, http: httpx.Client
+) -> None:
+    """A table whose metadata references files outside the allowed locations (here written there
+    through a write.data.path set behind the server's back) is purged inside them only."""
+    import pyarrow as pa
+
+    outside = root / "outside" / "data"
+    table = backing.create_table(
+        ("db", "refs_outside"),
+        pa.schema([("id", pa.int64())]),
+        properties={"write.data.path": outside.as_uri()},
+    )
+    table.append(pa.table({"id": [1, 2, 3]}))
+    data_files = sorted(tree(outside))
+    assert data_files and all(p.endswith(".parquet") for p in data_files)
+    inside_before = tree(root / "wh")
+    assert inside_before
+
+    response = http.delete("/v1/namespaces/db/tables/refs_outside", params={"purgeRequested": "true"})
+    assert response.status_code == 204, response.text
+    assert sorted(tree(outside)) == data_files  # untouched
+    assert not any(".metadata.json" in p or p.endswith(".avro") for p in tree(root / "wh"))
+
+    # the same catalog used directly (no server, no filter) purges everything it references
+    backing.purge_filter = None
+    again = backing.create_table(
+        ("db", "direct"), pa.schema([("id", pa.int64())]), properties={"write.data.path": outside.as_uri()}
+    )
+    again.append(pa.table({"id": [4]}))
+    report = backing.drop_table(("db", "direct"), purge=True)
+    assert report is not None and report.complete and not report.outside
+    assert sorted(tree(outside)) == data_files
+
+
+def test_purge_filter_is_reported(root: Path) -> None:
+    import pyarrow as pa
+
+    cat = SqlCatalog("f", uri=f"sqlite:///{root / 'f.db'}", warehouse=(root / "wh").as_uri())
+    cat.create_namespace("db")
+    outside = root / "outside" / "f"
+    t = cat.create_table(
+        ("db", "t"), pa.schema([("id", pa.int64())]), properties={"write.data.path": outside.as_uri()}
+    )
+    t.append(pa.table({"id": [1]}))
+    cat.purge_filter = LocationPolicy([(root / "wh").as_uri()]).allows
+    report = cat.drop_table(("db", "t"), purge=True)
+    assert report is not None and not report.complete
+    assert len(report.outside) == 1 and report.outside[0].startswith(outside.as_uri())
+    assert len(tree(outside)) == 1
+    cat.close()
