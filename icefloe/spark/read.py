@@ -25,24 +25,46 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as st
 
 from icefloe.errors import IcefloeError, UnsupportedFeatureError, ValidationError
-from icefloe.expressions import AlwaysTrue, BooleanExpression, BoundReference, bind, parse
+from icefloe.expressions import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundReference,
+    and_,
+    bind,
+    parse,
+    unbind,
+)
+from icefloe.expressions._base import chain_operands
 from icefloe.expressions.visitors import rewrite_not
 from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.spark._config import catalog_from_options, spark_catalog_conf
 from icefloe.spark.source import FILTER
-from icefloe.spark.types import to_spark_schema
+from icefloe.spark.types import to_spark_schema, to_spark_type
 from icefloe.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
     IcebergType,
+    IntegerType,
     ListType,
+    LongType,
     MapType,
     NestedField,
+    StringType,
     StructType,
     TimestampNsType,
     TimestampType,
     TimestamptzNsType,
+    TimestamptzType,
     TimeType,
     UUIDType,
 )
@@ -288,26 +310,53 @@ def _read_with_source(
         snap = scan.snapshot()
         if snap is not None:
             reader = reader.option("snapshot-id", str(snap.snapshot_id))
-    filter_text = _filter_text(scan.row_filter)
+    filter_text, rest = _source_filter(scan)
     if filter_text is not None:
         # the source prunes files and applies the residuals itself, with Iceberg's semantics
         reader = reader.option(FILTER, filter_text)
     df = reader.load(scan.table.name)
-    if filter_text is None and not isinstance(scan.row_filter, AlwaysTrue):
-        df = df.filter(to_spark_column(scan.row_filter, scan.schema(), scan.case_sensitive))
+    if not isinstance(rest, AlwaysTrue):
+        df = df.filter(to_spark_column(rest, scan.schema()))
     projection = scan.projection()
     if projection is scan.schema():
         return df
     return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
 
 
-def _filter_text(row_filter: BooleanExpression) -> str | None:
-    """``row_filter`` as filter text that parses back to the same expression, or None."""
-    if isinstance(row_filter, AlwaysTrue):
-        return None
-    text = str(row_filter)
+def _source_filter(scan: DataScan) -> tuple[str | None, BooleanExpression]:
+    """The scan filter split for the data source: filter text for the conjuncts that the source
+    reads back as the same bound expression, and the rest (bound; ``AlwaysTrue`` when nothing is
+    left) for Spark to apply as a Column.
+
+    The text is made from the bound filter, whose literals are in the internal representation
+    (dates, times and timestamps of any precision as integers, uuids as their text), so only
+    literals that filter text cannot spell (binary and fixed, infinities) stay behind."""
+    if isinstance(scan.row_filter, AlwaysTrue):
+        return None, AlwaysTrue()
+    schema = scan.schema()
+    bound = bind(schema, scan.row_filter, scan.case_sensitive)
+    text = _round_trip_text(schema, bound)
+    if text is not None:
+        return text, AlwaysTrue()
+    if not isinstance(bound, And):
+        return None, bound
+    spelled: list[str] = []
+    rest: list[BooleanExpression] = []
+    for conjunct in chain_operands(bound, cancel_double_not=False):
+        part = _round_trip_text(schema, conjunct)
+        if part is None:
+            rest.append(conjunct)
+        else:
+            spelled.append(f"({part})")
+    return (" and ".join(spelled) if spelled else None), and_(*rest)
+
+
+def _round_trip_text(schema: Schema, bound: BooleanExpression) -> str | None:
+    """``bound`` as filter text that the data source (which binds case-sensitively) binds back
+    to an equal expression, or None."""
+    text = str(unbind(bound))
     try:
-        same = parse(text) == row_filter
+        same = bind(schema, parse(text), True) == bound
     except IcefloeError:
         same = False
     return text if same else None
@@ -321,8 +370,10 @@ def _quoted(name: str) -> str:
 
 
 class _ToSparkColumn(BoundExpressionVisitor[Column]):
-    """Iceberg predicate semantics in Spark: comparisons with null are false, ``!=`` and
-    ``not in`` are true for nulls (as icefloe's Arrow reader evaluates them)."""
+    """Iceberg predicate semantics in Spark (see :mod:`icefloe.expressions._base`), as icefloe's
+    own evaluators apply them: comparisons, ``=``, ``in`` and starts-with are false for null and
+    for NaN (IEEE 754; Spark orders NaN above every value and would keep it for ``>``), so
+    ``!=``, ``not in`` and not-starts-with are true for both; -0.0 equals 0.0."""
 
     def __init__(self, schema: Schema) -> None:
         self._schema = schema
@@ -331,13 +382,20 @@ class _ToSparkColumn(BoundExpressionVisitor[Column]):
         path = self._schema.column_name(ref.field_id)
         return F.col(".".join(_quoted(p) for p in path.split(".")))
 
-    def _lit(self, ref: BoundReference, value: Any) -> Column:
+    def _compared(self, ref: BoundReference) -> Column:
+        """The column as comparisons see it: NaN as null, so that every comparison with it is
+        false (true for the negations) exactly as for null. The wrapped column also never lets a
+        float comparison reach Spark's Parquet filters, which must not see one: their statistics
+        and dictionary tests order -0.0 below 0.0 and skip row groups by bounds that leave NaN
+        out (``d = 0.0`` finds no row in a file of -0.0s, ``d != 5`` none in one of NaN and 5)."""
+        column = self._col(ref)
         t = ref.field_type
-        py = to_python(t, value)
-        if isinstance(t, TimestampType):
-            # A naive datetime literal would be read in the Python process's zone; spell it out.
-            return F.expr(f"TIMESTAMP_NTZ '{py.isoformat(sep=' ')}'")
-        return F.lit(py)
+        if isinstance(t, FloatType | DoubleType):
+            return F.nanvl(column, F.lit(None).cast(to_spark_type(t)))
+        return column
+
+    def _lit(self, ref: BoundReference, value: Any) -> Column:
+        return _spark_literal(ref.field_type, value)
 
     def visit_true(self) -> Column:
         return F.lit(True)
@@ -371,36 +429,80 @@ class _ToSparkColumn(BoundExpressionVisitor[Column]):
         return ~self._false_on_null(F.isnan(self._col(ref)))
 
     def visit_less_than(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref) < self._lit(ref, literal))
+        return self._false_on_null(self._compared(ref) < self._lit(ref, literal))
 
     def visit_less_than_or_equal(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref) <= self._lit(ref, literal))
+        return self._false_on_null(self._compared(ref) <= self._lit(ref, literal))
 
     def visit_greater_than(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref) > self._lit(ref, literal))
+        return self._false_on_null(self._compared(ref) > self._lit(ref, literal))
 
     def visit_greater_than_or_equal(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref) >= self._lit(ref, literal))
+        return self._false_on_null(self._compared(ref) >= self._lit(ref, literal))
 
     def visit_equal(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref) == self._lit(ref, literal))
+        return self._false_on_null(self._compared(ref) == self._lit(ref, literal))
 
     def visit_not_equal(self, ref: BoundReference, literal: Any) -> Column:
-        return F.coalesce(self._col(ref) != self._lit(ref, literal), F.lit(True))
+        return ~self.visit_equal(ref, literal)
 
     def visit_in(self, ref: BoundReference, literals: frozenset[Any]) -> Column:
-        return self._false_on_null(self._col(ref).isin([self._lit(ref, v) for v in literals]))
+        # sorted (one type, ordered): the same filter gives the same plan
+        values = [self._lit(ref, v) for v in sorted(literals)]
+        return self._false_on_null(self._compared(ref).isin(values))
 
     def visit_not_in(self, ref: BoundReference, literals: frozenset[Any]) -> Column:
         return ~self.visit_in(ref, literals)
 
     def visit_starts_with(self, ref: BoundReference, literal: Any) -> Column:
-        return self._false_on_null(self._col(ref).startswith(literal))
+        return self._false_on_null(self._col(ref).startswith(F.lit(literal)))
 
     def visit_not_starts_with(self, ref: BoundReference, literal: Any) -> Column:
         return ~self.visit_starts_with(ref, literal)
 
 
+def _spark_literal(t: IcebergType, value: Any) -> Column:
+    """A Spark literal of ``t``'s Spark type for an internal value of Iceberg type ``t``, exact
+    for every value the type holds: dates and timestamps of any year (1 to 9999, where PySpark's
+    own date conversion fails before year 1000), decimals at full precision and the column's
+    scale, infinities and -0.0, uuids as their canonical text."""
+    if isinstance(t, BooleanType):
+        return F.lit(bool(value))
+    # Spark widens the column to the literal's type where they differ, exactly: binding made the
+    # value fit the column (a float32 value for a float column).
+    if isinstance(t, IntegerType | LongType):
+        return F.lit(int(value))
+    if isinstance(t, FloatType | DoubleType):
+        return F.lit(float(value))
+    if isinstance(t, DecimalType):
+        return F.lit(format(value, "f")).cast(st.DecimalType(t.precision, t.scale))
+    if isinstance(t, StringType):
+        return F.lit(str(value))
+    if isinstance(t, UUIDType):
+        return F.lit(str(value))  # canonical lowercase text, as the column holds it
+    if isinstance(t, FixedType | BinaryType):
+        return F.lit(bytes(value))
+    if isinstance(t, DateType):
+        return F.date_from_unix_date(F.lit(int(value)))  # days since 1970-01-01, proleptic Gregorian
+    if isinstance(t, TimestamptzType):
+        return F.timestamp_micros(F.lit(int(value)))  # an instant, whatever the session time zone
+    if isinstance(t, TimestampType):
+        # Wall-clock text: Spark has no micros-to-TIMESTAMP_NTZ function free of the session zone.
+        return F.expr(f"TIMESTAMP_NTZ '{to_python(t, value).isoformat(sep=' ')}'")
+    if isinstance(t, TimeType):
+        return F.expr(f"TIME '{to_python(t, value).isoformat()}'")
+    if isinstance(t, TimestampNsType | TimestamptzNsType):
+        # Spark holds these columns truncated to microseconds: no literal compares exactly.
+        raise UnsupportedFeatureError(
+            f"a {t} value cannot be compared exactly in Spark, which reads the column truncated "
+            "to microseconds",
+            hint="filter with icefloe (the data source's filter option or icefloe.spark.read's where)",
+        )
+    raise UnsupportedFeatureError(f"no Spark literal for Iceberg type {t}")
+
+
 def to_spark_column(expr: BooleanExpression, schema: Schema, case_sensitive: bool = True) -> Column:
-    """An icefloe filter as a Spark boolean Column with the same results."""
+    """An icefloe filter as a Spark boolean Column with the same results as icefloe's readers
+    (Iceberg's semantics for null, NaN and -0.0; see :class:`_ToSparkColumn`). Predicates on
+    nanosecond timestamps other than null checks raise UnsupportedFeatureError."""
     return visit(rewrite_not(bind(schema, expr, case_sensitive)), _ToSparkColumn(schema))

@@ -19,7 +19,9 @@ Writing::
 
     driver: writer(): load table, check the DataFrame schema against the table (names the column),
             before any task runs
-    executors: write(batches) -> write_data_files (partitioned, rolling, metrics, field ids)
+    executors: write(batches) -> write_data_files (partitioned, rolling, metrics, field ids;
+               each file sorted by the table's sort order; no distribution across tasks, which
+               the Python data source API cannot ask Spark for: icefloe.spark.write does that)
                -> commit message = the DataFiles
     driver: commit(messages) -> one transaction: append | overwrite (all / by filter) |
             dynamic partition overwrite; abort(messages) deletes the files.
