@@ -29,7 +29,6 @@ from icefloe.expressions._base import (
     LiteralPredicate,
     Not,
     NotEqualTo,
-    NotIn,
     NotNaN,
     NotNull,
     NotStartsWith,
@@ -39,13 +38,11 @@ from icefloe.expressions._base import (
     SetPredicate,
     StartsWith,
     UnaryPredicate,
-    and_,
-    not_,
-    or_,
 )
 from icefloe.expressions._literals import ABOVE_MAX, OutOfRange, to_internal
+from icefloe.expressions._tree import map_predicates, rebuild
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import DoubleType, FloatType, PrimitiveType, StringType
+from icefloe.spec.types import DoubleType, FloatType, IntegerType, LongType, PrimitiveType, StringType
 
 __all__ = ["bind", "unbind"]
 
@@ -56,38 +53,73 @@ _BELOW_MIN_TRUE = (GreaterThan, GreaterThanOrEqual, NotEqualTo)
 
 def bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
     """``expr`` with every column resolved in ``schema`` and every literal converted to the
-    column type's internal value. Already-bound predicates are checked against ``schema``."""
-    if isinstance(expr, AlwaysTrue | AlwaysFalse):
-        return expr
-    if isinstance(expr, And):
-        return and_(bind(schema, expr.left, case_sensitive), bind(schema, expr.right, case_sensitive))
-    if isinstance(expr, Or):
-        return or_(bind(schema, expr.left, case_sensitive), bind(schema, expr.right, case_sensitive))
-    if isinstance(expr, Not):
-        return not_(bind(schema, expr.child, case_sensitive))
-    if isinstance(expr, Predicate):
-        return _bind_predicate(schema, expr, case_sensitive)
-    raise ExpressionError(f"cannot bind {expr!r}: not a boolean expression")
+    column type's internal value. Already-bound predicates are checked against ``schema``.
+
+    The result has its and/or chains balanced and double negations cancelled, so a filter of any
+    size binds and evaluates (see :mod:`icefloe.expressions._tree` for the one depth limit)."""
+    if not isinstance(expr, BooleanExpression):
+        raise ExpressionError(f"cannot bind {expr!r}: not a boolean expression")
+    # Binding is pure and expressions are immutable, and one filter is bound many times: by the
+    # scan, the planner, every evaluator, the reader of every task (whose residuals are shared).
+    # A large unbound and/or/not remembers its last binding (a small one rebinds in microseconds
+    # and should not keep its bound copy alive); a bound one the columns it resolved, which
+    # settle a rebinding to the same schema or to a projection of it.
+    if isinstance(expr, And | Or | Not):
+        last = expr._last_binding
+        if last is not None and last[0] is schema and last[1] == case_sensitive:
+            return last[2]
+        columns = expr._bound_columns
+        if columns is not None and all(_still_resolves(schema, ref) for ref in columns):
+            return expr
+    # A large filter names few columns many times: resolve each one once per call. References
+    # are keyed by name; bound terms by identity (the expression keeps them alive meanwhile).
+    resolved: dict[str | int, BoundReference] = {}
+
+    def resolve(term: Reference | BoundReference) -> BoundReference:
+        key = term.name if isinstance(term, Reference) else id(term)
+        found = resolved.get(key)
+        if found is None:
+            found = resolved[key] = _resolve(schema, term, case_sensitive)
+        return found
+
+    predicates = 0
+
+    def bind_predicate(pred: Predicate) -> BooleanExpression:
+        nonlocal predicates
+        predicates += 1
+        return _bind_predicate(schema, pred, resolve(pred.term))
+
+    result = rebuild(expr, bind_predicate)
+    if isinstance(result, And | Or | Not):
+        object.__setattr__(result, "_bound_columns", tuple({id(r): r for r in resolved.values()}.values()))
+    if predicates >= _REMEMBERED_BINDING and isinstance(expr, And | Or | Not) and result is not expr:
+        object.__setattr__(expr, "_last_binding", (schema, case_sensitive, result))
+    return result
+
+
+# Filters of at least this many predicates remember their last binding (see bind()).
+_REMEMBERED_BINDING = 1000
+
+
+def _still_resolves(schema: Schema, ref: BoundReference) -> bool:
+    return schema.find_field_or_none(ref.field_id) == ref.field
 
 
 def unbind(expr: BooleanExpression) -> BooleanExpression:
     """``expr`` with bound columns replaced by references to their full names. The literals stay
     in the internal representation, which binding accepts again unchanged."""
-    if isinstance(expr, And):
-        return And(unbind(expr.left), unbind(expr.right))
-    if isinstance(expr, Or):
-        return Or(unbind(expr.left), unbind(expr.right))
-    if isinstance(expr, Not):
-        return Not(unbind(expr.child))
-    if isinstance(expr, Predicate) and isinstance(expr.term, BoundReference):
-        ref = Reference(expr.term.name)
-        if isinstance(expr, UnaryPredicate):
-            return type(expr)(ref)
-        if isinstance(expr, LiteralPredicate):
-            return type(expr)(ref, expr.literal)
-        if isinstance(expr, SetPredicate):
-            return type(expr)(ref, expr.literals)
-    return expr
+    references: dict[str, Reference] = {}
+
+    def unbind_predicate(expr: Predicate) -> BooleanExpression:
+        if not isinstance(expr.term, BoundReference):
+            return expr
+        name = expr.term.name
+        ref = references.get(name)
+        if ref is None:
+            ref = references[name] = Reference(name)
+        return expr.with_term(ref)
+
+    return map_predicates(expr, unbind_predicate)
 
 
 def _resolve(schema: Schema, term: Reference | BoundReference, case_sensitive: bool) -> BoundReference:
@@ -145,8 +177,7 @@ def _convert(ref: BoundReference, value: Any) -> Any:
     return converted
 
 
-def _bind_predicate(schema: Schema, pred: Predicate, case_sensitive: bool) -> BooleanExpression:
-    ref = _resolve(schema, pred.term, case_sensitive)
+def _bind_predicate(schema: Schema, pred: Predicate, ref: BoundReference) -> BooleanExpression:
     if isinstance(pred, UnaryPredicate):
         return _bind_unary(schema, ref, pred)
     if isinstance(pred, LiteralPredicate):
@@ -165,7 +196,8 @@ def _bind_unary(schema: Schema, ref: BoundReference, pred: UnaryPredicate) -> Bo
         )
     if isinstance(pred, IsNull | NotNull) and _never_null(schema, ref):
         return AlwaysFalse() if isinstance(pred, IsNull) else AlwaysTrue()
-    return type(pred)(ref)
+    # Binding a bound filter again (each evaluator binds its input) keeps its predicates.
+    return pred if pred.term is ref else pred.with_term(ref)
 
 
 def _bind_literal(ref: BoundReference, pred: LiteralPredicate) -> BooleanExpression:
@@ -190,10 +222,14 @@ def _bind_literal(ref: BoundReference, pred: LiteralPredicate) -> BooleanExpress
         if isinstance(pred, holds):
             return NotNull(ref)
         return AlwaysFalse()
+    if value is pred.literal:
+        return pred if pred.term is ref else pred.with_term(ref)
     return type(pred)(ref, value)
 
 
 def _bind_set(ref: BoundReference, pred: SetPredicate) -> BooleanExpression:
+    if pred.term is ref and len(pred.literals) > 1 and _already_internal(ref, pred.literals):
+        return pred  # bound before: each evaluator binds again, and an `in` may hold 100,000 values
     values = set()
     for v in pred.literals:
         converted = _convert(ref, v)
@@ -204,9 +240,21 @@ def _bind_set(ref: BoundReference, pred: SetPredicate) -> BooleanExpression:
             return AlwaysFalse()
         if len(values) == 1:
             return EqualTo(ref, next(iter(values)))
-        return In(ref, values)
-    if not values:
+    elif not values:
         return AlwaysTrue()  # not in: null and every value are outside an empty set
-    if len(values) == 1:
+    elif len(values) == 1:
         return NotEqualTo(ref, next(iter(values)))
-    return NotIn(ref, values)
+    if pred.term is ref and values == pred.literals:
+        return pred
+    return type(pred)(ref, values)
+
+
+def _already_internal(ref: BoundReference, values: frozenset[Any]) -> bool:
+    """Whether every value is already in the column type's internal representation, tested in
+    bulk for the types of long value lists (other types convert value by value)."""
+    t = ref.field_type
+    if isinstance(t, IntegerType | LongType):
+        return all(type(v) is int for v in values) and t.min <= min(values) and max(values) <= t.max
+    if isinstance(t, StringType):
+        return all(type(v) is str for v in values)
+    return False

@@ -115,7 +115,7 @@ def plan_incremental_appends(
     """Tasks for the data files that the append snapshots of the range added."""
     schema = schema if schema is not None else metadata.schema()
     row_filter = row_filter if row_filter is not None else AlwaysTrue()
-    bind(schema, row_filter, case_sensitive)
+    row_filter = bind(schema, row_filter, case_sensitive)  # once: the evaluators get it bound
     metrics = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive)
     evaluators: dict[int, _SpecEvaluators] = {}
     tasks: list[FileScanTask] = []

@@ -29,7 +29,6 @@ from icefloe.expressions.visitors import (
     ManifestEvaluator,
     ResidualEvaluator,
     expression_evaluator,
-    inclusive_projection,
 )
 from icefloe.manifest import (
     DataFileContent,
@@ -74,11 +73,10 @@ class _SpecEvaluators:
     ) -> None:
         self.spec = spec
         self.manifest_evaluator = ManifestEvaluator(spec, schema, row_filter, case_sensitive)
-        partition_struct = spec.partition_type(schema)
-        projected = inclusive_projection(schema, spec, case_sensitive)(row_filter)
-        partition_schema = Schema(*partition_struct.fields)
+        # The manifest evaluator's partition filter is the inclusive projection, bound to the
+        # partition struct: project a (possibly 100,000-term) filter once, not twice.
         self._partition_match: Callable[[Any], bool] = expression_evaluator(
-            partition_struct, bind(partition_schema, projected, case_sensitive)
+            spec.partition_type(schema), self.manifest_evaluator.partition_filter
         )
         self._residuals = ResidualEvaluator(spec, schema, row_filter, case_sensitive)
         self._residual_cache: dict[tuple[Any, ...], BooleanExpression] = {}
@@ -122,8 +120,9 @@ def plan_files(
     stats = stats if stats is not None else PlanningStats()
     row_filter = row_filter if row_filter is not None else AlwaysTrue()
     schema = schema if schema is not None else metadata.schema()
-    # Bind once up front so a bad filter fails before any file is opened.
-    bind(schema, row_filter, case_sensitive)
+    # Bind once up front so a bad filter fails before any file is opened; the evaluators below
+    # get the bound filter, which binds again without rebuilding it.
+    row_filter = bind(schema, row_filter, case_sensitive)
     metrics_evaluator = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive)
 
     manifests = read_manifest_list(io, snapshot.manifest_list)

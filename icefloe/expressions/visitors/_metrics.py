@@ -25,6 +25,9 @@ class FileMetrics:
         self._nan_counts = data_file.nan_value_counts or {}
         self._lower = data_file.lower_bounds or {}
         self._upper = data_file.upper_bounds or {}
+        # Decoded bounds by field id: a large filter tests one column many times.
+        self._decoded_lower: dict[int, Any] = {}
+        self._decoded_upper: dict[int, Any] = {}
 
     def value_count(self, field_id: int) -> int | None:
         return self._value_counts.get(field_id)
@@ -35,20 +38,23 @@ class FileMetrics:
     def nan_count(self, field_id: int) -> int | None:
         return self._nan_counts.get(field_id)
 
-    def _bound(self, bounds: dict[int, bytes], ref: BoundReference) -> Any:
-        raw = bounds.get(ref.field_id)
-        if raw is None:
-            return None
-        value = from_bytes(ref.field_type, raw)
+    @staticmethod
+    def _bound(bounds: dict[int, bytes], decoded: dict[int, Any], ref: BoundReference) -> Any:
+        fid = ref.field_id
+        if fid in decoded:
+            return decoded[fid]
+        raw = bounds.get(fid)
+        value = None if raw is None else from_bytes(ref.field_type, raw)
         if isinstance(value, float) and math.isnan(value):
-            return None
+            value = None
+        decoded[fid] = value
         return value
 
     def lower(self, ref: BoundReference) -> Any:
-        return self._bound(self._lower, ref)
+        return self._bound(self._lower, self._decoded_lower, ref)
 
     def upper(self, ref: BoundReference) -> Any:
-        return self._bound(self._upper, ref)
+        return self._bound(self._upper, self._decoded_upper, ref)
 
     def raw_lower(self, field_id: int) -> bytes | None:
         return self._lower.get(field_id)

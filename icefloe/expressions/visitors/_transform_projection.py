@@ -25,6 +25,7 @@ from __future__ import annotations
 import decimal
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from icefloe.expressions._base import (
@@ -80,6 +81,12 @@ class _Projection:
 
     def set_of(self, op: type[SetPredicate], values: Iterable[Any]) -> BooleanExpression:
         return op(self.ref, {self.apply(v) for v in values})
+
+
+# A filter with 100,000 predicates projects each through the same few partition fields.
+@lru_cache(maxsize=1024)
+def _projection(transform: Any, source_type: IcebergType, name: str) -> _Projection:
+    return _Projection(transform, source_type, name)
 
 
 def _unary(p: _Projection, pred: UnaryPredicate) -> BooleanExpression | None:
@@ -170,7 +177,7 @@ def project_inclusive(
 ) -> BooleanExpression | None:
     """The inclusive projection of bound ``pred`` through ``transform`` onto partition field
     ``name``, or None if there is none."""
-    p = _Projection(transform, source_type, name)
+    p = _projection(transform, source_type, name)
     if p.kind == "identity":
         return _renamed(p, pred)
     if p.kind not in ("bucket", "truncate") and p.kind not in _TEMPORAL:
@@ -259,7 +266,7 @@ def project_strict(
 ) -> BooleanExpression | None:
     """The strict projection of bound ``pred`` through ``transform`` onto partition field
     ``name``, or None if there is none."""
-    p = _Projection(transform, source_type, name)
+    p = _projection(transform, source_type, name)
     if p.kind == "identity":
         return _renamed(p, pred)
     if p.kind not in ("bucket", "truncate") and p.kind not in _TEMPORAL:

@@ -13,6 +13,7 @@ from typing import Any
 
 from icefloe.errors import ExpressionError
 from icefloe.expressions._base import BooleanExpression, BoundReference
+from icefloe.expressions._tree import rebalance
 from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.types import IcebergType, StructType
@@ -63,9 +64,14 @@ def _position_path(t: IcebergType, field_id: int) -> list[int] | None:
 class _Compiler(BoundExpressionVisitor[_Test]):
     def __init__(self, struct_type: StructType) -> None:
         self._struct = struct_type
+        self._accessors: dict[int, Callable[[Row], Any]] = {}
 
     def _get(self, ref: BoundReference) -> Callable[[Row], Any]:
-        return struct_accessor(self._struct, ref.field_id)
+        # A large filter tests few columns many times; find each one's position once.
+        get = self._accessors.get(ref.field_id)
+        if get is None:
+            get = self._accessors[ref.field_id] = struct_accessor(self._struct, ref.field_id)
+        return get
 
     def visit_true(self) -> _Test:
         return lambda row: True
@@ -149,4 +155,5 @@ def expression_evaluator(struct_type: StructType, bound_expr: BooleanExpression)
     fields."""
     # NOT is pushed into the predicates first: that is what defines NOT on null values (see
     # icefloe.expressions._base), and it keeps row evaluation in line with pruning.
-    return visit(rewrite_not(bound_expr), _Compiler(struct_type))
+    # The closures nest one call per level: a hand-built left-deep tree is balanced first.
+    return visit(rewrite_not(rebalance(bound_expr)), _Compiler(struct_type))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.expressions._base import BooleanExpression, BoundReference
 from icefloe.expressions._binding import bind
 from icefloe.expressions.visitors._metrics import FileMetrics
-from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
+from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, evaluate
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
 
@@ -44,7 +44,7 @@ class InclusiveMetricsEvaluator:
         if data_file.record_count < 0:
             # Some old writers recorded -1 when they did not know the count: no metrics to trust.
             return True
-        return visit(self.expr, _Inclusive(FileMetrics(data_file)))
+        return evaluate(self.expr, _Inclusive(FileMetrics(data_file)))
 
 
 class _Inclusive(BoundExpressionVisitor[bool]):

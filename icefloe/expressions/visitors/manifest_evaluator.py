@@ -17,7 +17,7 @@ from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
 from icefloe.expressions.visitors.projection import inclusive_projection
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import DoubleType, FloatType
+from icefloe.spec.types import DoubleType, FloatType, IcebergType
 from icefloe.spec.values import bound_decoder, from_bytes
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class _Compiler(BoundExpressionVisitor[_Test]):
 
     def __init__(self, positions: dict[int, int]) -> None:
         self._positions = positions
+        self._decoders: dict[int, Callable[[IcebergType, bytes], Any]] = {}
 
     def _range_test(self, ref: BoundReference, check: Callable[[Any, Any], bool]) -> _Test:
         """A test that passes the decoded (lower, upper) to ``check``; without a summary it might
@@ -95,7 +96,9 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         missing (then nothing is known)."""
         pos = self._positions[ref.field_id]
         field_type = ref.field_type
-        decode = bound_decoder(field_type)
+        decode = self._decoders.get(ref.field_id)
+        if decode is None:
+            decode = self._decoders[ref.field_id] = bound_decoder(field_type)
 
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):

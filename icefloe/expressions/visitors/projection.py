@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from icefloe.expressions._base import AlwaysFalse, AlwaysTrue, BooleanExpression, Predicate, and_, or_
 from icefloe.expressions._binding import bind
+from icefloe.expressions._tree import distinct_operands, keep, rebuild
 from icefloe.expressions.visitors._transform_projection import project_inclusive, project_strict
 from icefloe.expressions.visitors._visitor import BooleanExpressionVisitor, visit
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
@@ -64,7 +65,12 @@ def _projection(
 ) -> Callable[[BooleanExpression], BooleanExpression]:
     def project(row_filter: BooleanExpression) -> BooleanExpression:
         bound = rewrite_not(bind(schema, row_filter, case_sensitive))
-        return visit(bound, _Projector(schema, spec, strict))
+        if not spec.fields and not isinstance(bound, AlwaysTrue | AlwaysFalse):
+            # Unpartitioned: every predicate projects to the constant, and so does the filter.
+            return AlwaysFalse() if strict else AlwaysTrue()
+        projected = visit(bound, _Projector(schema, spec, strict))
+        # Many predicates can project to one partition test (bucket, truncate, day): keep one.
+        return rebuild(projected, keep, distinct_operands)
 
     return project
 

@@ -18,11 +18,15 @@ class _FieldIds(BooleanExpressionVisitor[set[int]]):
     def visit_not(self, child_result: set[int]) -> set[int]:
         return child_result
 
+    # Each set is made for one node and read only by its parent, so it can grow in place (a new
+    # set per and/or would copy a large filter's columns once per level).
     def visit_and(self, left_result: set[int], right_result: set[int]) -> set[int]:
-        return left_result | right_result
+        left_result |= right_result
+        return left_result
 
     def visit_or(self, left_result: set[int], right_result: set[int]) -> set[int]:
-        return left_result | right_result
+        left_result |= right_result
+        return left_result
 
     def visit_predicate(self, predicate: Predicate) -> set[int]:
         term = predicate.ref

@@ -15,12 +15,10 @@ from icefloe.expressions._base import (
     AlwaysTrue,
     BooleanExpression,
     Predicate,
-    and_,
-    or_,
 )
 from icefloe.expressions._binding import bind, unbind
+from icefloe.expressions._tree import rebuild
 from icefloe.expressions.visitors._transform_projection import project_inclusive, project_strict
-from icefloe.expressions.visitors._visitor import BooleanExpressionVisitor, visit
 from icefloe.expressions.visitors.evaluator import expression_evaluator
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
@@ -51,17 +49,28 @@ class ResidualEvaluator:
         struct = spec.partition_type(schema)
         self._partition_struct = struct
         self._partition_schema = Schema(*struct.fields)
-        # (strict check, inclusive check) per partition field of each predicate, built on first use.
-        self._checks: dict[Predicate, list[tuple[_Check | None, _Check | None]]] = {}
+        self._source_ids = {field.source_id for field in spec.fields}
+        # (strict check, inclusive check) per partition field of each predicate, built on first
+        # use; keyed by identity (self.expr keeps the predicates alive), as hashing a predicate
+        # hashes its schema field and a large filter has 100,000 of them.
+        self._checks: dict[int, list[tuple[_Check | None, _Check | None]]] = {}
+        self._compiled: dict[BooleanExpression, _Check] = {}
+        self._unbound: BooleanExpression | None = None
 
     def _compile(self, projected: BooleanExpression | None) -> _Check | None:
         if projected is None:
             return None
-        bound = bind(self._partition_schema, projected, self._case_sensitive)
-        return expression_evaluator(self._partition_struct, bound)
+        # Many predicates project to the same partition test (bucket, truncate, day): compile once.
+        check = self._compiled.get(projected)
+        if check is None:
+            bound = bind(self._partition_schema, projected, self._case_sensitive)
+            check = self._compiled[projected] = expression_evaluator(self._partition_struct, bound)
+        return check
 
     def _checks_for(self, pred: Predicate) -> list[tuple[_Check | None, _Check | None]]:
-        checks = self._checks.get(pred)
+        if pred.ref.field_id not in self._source_ids:
+            return []
+        checks = self._checks.get(id(pred))
         if checks is None:
             ref = pred.ref
             checks = []
@@ -70,42 +79,31 @@ class ResidualEvaluator:
                     strict = project_strict(field.transform, ref.field_type, field.name, pred)
                     inclusive = project_inclusive(field.transform, ref.field_type, field.name, pred)
                     checks.append((self._compile(strict), self._compile(inclusive)))
-            self._checks[pred] = checks
+            self._checks[id(pred)] = checks
         return checks
 
     def bound_residual_for(self, partition: Sequence[Any]) -> BooleanExpression:
-        """The residual bound to the table schema."""
-        return visit(self.expr, _Residual(self, partition))
+        """The residual bound to the table schema: ``self.expr`` itself when the partition decides
+        none of its predicates (always, for an unpartitioned table)."""
+
+        def residual(predicate: Predicate) -> BooleanExpression:
+            for strict, inclusive in self._checks_for(predicate):
+                if strict is not None and strict(partition):
+                    return AlwaysTrue()
+                if inclusive is not None and not inclusive(partition):
+                    return AlwaysFalse()
+            return predicate
+
+        if not self._source_ids:
+            return self.expr  # unpartitioned: no partition decides anything
+        # Rebuilding simplifies through and/or, and keeps every subtree in which nothing changed.
+        return rebuild(self.expr, residual)
 
     def residual_for(self, partition: Sequence[Any]) -> BooleanExpression:
         """The residual for a file in ``partition`` (a tuple in partition-spec field order)."""
-        return unbind(self.bound_residual_for(partition))
-
-
-class _Residual(BooleanExpressionVisitor[BooleanExpression]):
-    def __init__(self, owner: ResidualEvaluator, partition: Sequence[Any]) -> None:
-        self._owner = owner
-        self._partition = partition
-
-    def visit_true(self) -> BooleanExpression:
-        return AlwaysTrue()
-
-    def visit_false(self) -> BooleanExpression:
-        return AlwaysFalse()
-
-    def visit_not(self, child_result: BooleanExpression) -> BooleanExpression:
-        raise AssertionError("residuals run on expressions without NOT (rewrite_not first)")
-
-    def visit_and(self, left_result: BooleanExpression, right_result: BooleanExpression) -> BooleanExpression:
-        return and_(left_result, right_result)
-
-    def visit_or(self, left_result: BooleanExpression, right_result: BooleanExpression) -> BooleanExpression:
-        return or_(left_result, right_result)
-
-    def visit_predicate(self, predicate: Predicate) -> BooleanExpression:
-        for strict, inclusive in self._owner._checks_for(predicate):
-            if strict is not None and strict(self._partition):
-                return AlwaysTrue()
-            if inclusive is not None and not inclusive(self._partition):
-                return AlwaysFalse()
-        return predicate
+        bound = self.bound_residual_for(partition)
+        if bound is not self.expr:
+            return unbind(bound)
+        if self._unbound is None:
+            self._unbound = unbind(self.expr)  # the same for every partition: unbind it once
+        return self._unbound

@@ -6,10 +6,15 @@ Projections and metrics evaluators answer "might match" questions, and the negat
 
 from __future__ import annotations
 
+from typing import Any
+
 from icefloe.expressions._base import (
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
+    Not,
+    Or,
     Predicate,
     and_,
     or_,
@@ -41,5 +46,34 @@ class _RewriteNot(BooleanExpressionVisitor[BooleanExpression]):
 
 
 def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
-    """An equivalent expression without NOT nodes (bound or unbound)."""
-    return visit(expr, _RewriteNot())
+    """An equivalent expression without NOT nodes (bound or unbound), with constants simplified
+    away (see :func:`~icefloe.expressions.and_`)."""
+    if not isinstance(expr, And | Or | Not):
+        return expr  # a predicate or a constant
+    # Every evaluator calls this on its bound filter, which bind() shares between them: an
+    # and/or/not remembers its rewritten form (itself, when it has no NOT and no constant).
+    known = expr._without_not
+    if known is None:
+        known = True if _already_rewritten(expr) else visit(expr, _RewriteNot())
+        # True stands for the expression itself: a reference to itself would be a cycle, which
+        # only the cyclic collector frees (with the whole tree under it).
+        object.__setattr__(expr, "_without_not", known)
+        if isinstance(known, And | Or):
+            object.__setattr__(known, "_without_not", True)
+    return expr if known is True else known  # type: ignore[return-value]
+
+
+def _already_rewritten(expr: BooleanExpression) -> bool:
+    """Whether ``expr`` has no NOT and no constant inside an and/or."""
+    if not isinstance(expr, And | Or):
+        return not isinstance(expr, Not)
+    stack: list[Any] = [expr]
+    while stack:
+        e = stack.pop()
+        kind = type(e)
+        if kind is And or kind is Or:
+            stack.append(e.left)
+            stack.append(e.right)
+        elif kind is Not or kind is AlwaysTrue or kind is AlwaysFalse:
+            return False
+    return True

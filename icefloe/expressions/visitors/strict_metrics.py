@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.expressions._base import BooleanExpression, BoundReference
 from icefloe.expressions._binding import bind
 from icefloe.expressions.visitors._metrics import FileMetrics
-from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
+from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, evaluate
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import DoubleType, FloatType
@@ -34,7 +34,7 @@ class StrictMetricsEvaluator:
         """True when every row of ``data_file`` matches the filter."""
         if data_file.record_count <= 0:
             return True  # vacuously: there are no rows (Java treats unknown -1 the same way)
-        return visit(self.expr, _Strict(FileMetrics(data_file), self._top_level))
+        return evaluate(self.expr, _Strict(FileMetrics(data_file), self._top_level))
 
 
 class _Strict(BoundExpressionVisitor[bool]):
