@@ -19,6 +19,7 @@ def test_public_names_are_exported() -> None:
         "errors",
         "expressions",
         "io",
+        "maintenance",
         "manifest",
         "scan",
         "spec",

@@ -74,6 +74,7 @@ from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.partition import PartitionSpec
 from icefloe.spec.properties import int_property
 from icefloe.spec.schema import Schema
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 
 __all__ = ["ArrowData", "write_data_files"]
@@ -284,6 +285,7 @@ class _DataFileWriter:
         options: _Options,
         write_uuid: str,
         sort_buffer_bytes: int | None = None,
+        sort_order: SortOrder | None = None,
     ) -> None:
         self.io = io
         self.schema = schema
@@ -294,7 +296,7 @@ class _DataFileWriter:
         sort_ids: tuple[int, ...] = ()
         self.sorter: ArrowSortOrder | None = None
         try:
-            order = metadata.sort_order()
+            order = sort_order if sort_order is not None else metadata.sort_order()
             sort_ids = tuple(f.source_id for f in order.fields)
             self.sorter = ArrowSortOrder.for_schema(order, schema)
         except (AttributeError, IcefloeError):
@@ -481,9 +483,11 @@ def write_data_files(
     target_file_size_bytes: int | None = None,
     write_uuid: str | uuid_mod.UUID | None = None,
     sort_buffer_bytes: int | None = None,
+    sort_order: SortOrder | None = None,
 ) -> list[DataFile]:
     """Write ``data`` as Parquet data files of the table and return their ``DataFile`` entries
-    (not yet committed). ``schema``/``spec`` default to the table's current ones.
+    (not yet committed). ``schema``/``spec`` default to the table's current ones, ``sort_order``
+    to the table's order (compaction passes the order it sorts by, or the unsorted one).
 
     When the table has a sort order, each file's rows are in that order and the files record its
     id; unsorted input is sorted in runs of ``sort_buffer_bytes`` (Arrow memory; default the
@@ -502,7 +506,14 @@ def write_data_files(
         check_arrow_schema(input_schema, schema)
     checked: set[pa.Schema] = set() if input_schema is None else {input_schema}
     writer = _DataFileWriter(
-        io, metadata, schema, spec, options, str(write_uuid or uuid_mod.uuid4()), sort_buffer_bytes
+        io,
+        metadata,
+        schema,
+        spec,
+        options,
+        str(write_uuid or uuid_mod.uuid4()),
+        sort_buffer_bytes,
+        sort_order,
     )
     try:
         for batch in batches:

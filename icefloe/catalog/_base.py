@@ -30,6 +30,7 @@ from icefloe.catalog._files import (
     metadata_file_location,
     parse_metadata_version,
     read_metadata_file,
+    removed_metadata_files,
     write_metadata_file,
 )
 from icefloe.catalog._purge import PurgePlan, PurgeReport, plan_purge
@@ -256,6 +257,21 @@ class Catalog(ABC):
     @abstractmethod
     def create_namespace(self, namespace: NamespaceLike, properties: Mapping[str, str] | None = None) -> None:
         """Create a namespace; `NamespaceAlreadyExistsError` if it exists."""
+
+    def create_namespace_if_not_exists(
+        self, namespace: NamespaceLike, properties: Mapping[str, str] | None = None
+    ) -> bool:
+        """Create a namespace unless it exists (then its properties are left as they are);
+        returns whether it was created. Safe to run again, and against a concurrent creator."""
+        from icefloe.errors import NamespaceAlreadyExistsError
+
+        if self.namespace_exists(namespace):
+            return False
+        try:
+            self.create_namespace(namespace, properties)
+        except NamespaceAlreadyExistsError:
+            return False
+        return True
 
     @abstractmethod
     def list_namespaces(self, parent: NamespaceLike = ()) -> list[Namespace]:
@@ -560,7 +576,17 @@ class Catalog(ABC):
         except CommitFailedError:
             delete_files(io, [new_location])
             raise
+        self._delete_removed_metadata(io, base, new_metadata)
         return new_metadata, new_location
+
+    def _delete_removed_metadata(self, io: FileIO, base: TableMetadata, new: TableMetadata) -> None:
+        """After a commit landed: delete the metadata files it dropped from the log, when the
+        table asks for it (``write.metadata.delete-after-commit.enabled``), best-effort."""
+        removed = removed_metadata_files(base, new)
+        if self.purge_filter is not None:
+            removed = [p for p in removed if self.purge_filter(p)]
+        if removed:
+            delete_files(io, removed)
 
     def _commit_create(
         self, ident: Identifier, requirements: list[TableRequirement], updates: list[MetadataUpdate]
@@ -616,6 +642,7 @@ class Catalog(ABC):
             )
         staged: list[tuple[Identifier, str, str, TableMetadata]] = []
         written: list[tuple[FileIO, str]] = []
+        bases: dict[Identifier, TableMetadata] = {}
         try:
             for ident, c in zip(idents, commits, strict=True):
                 current_location = self._load_pointer(ident)
@@ -635,6 +662,7 @@ class Catalog(ABC):
                 write_metadata_file(io, new_location, new_metadata)
                 written.append((io, new_location))
                 staged.append((ident, current_location, new_location, new_metadata))
+                bases[ident] = base
             swaps = [(ident, old, new) for ident, old, new, _ in staged if old != new]
             if swaps:
                 self._swap_pointers(swaps)
@@ -644,6 +672,9 @@ class Catalog(ABC):
             for io, location in written:
                 delete_files(io, [location])
             raise
+        for ident, _, new, metadata in staged:
+            if ident in bases:
+                self._delete_removed_metadata(self._io(new), bases[ident], metadata)
         return [(metadata, new) for _, _, new, metadata in staged]
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "parse_metadata_version",
     "reachable_files",
     "read_metadata_file",
+    "removed_metadata_files",
     "write_metadata_file",
 ]
 
@@ -134,6 +135,22 @@ def reachable_files(io: FileIO, metadata: TableMetadata, metadata_location: str)
     metadata_files.pop(metadata_location, None)
     metadata_files[metadata_location] = None
     return [list(content), list(manifests), list(manifest_lists), list(metadata_files)]
+
+
+METADATA_DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+
+
+def removed_metadata_files(base: TableMetadata, new: TableMetadata) -> list[str]:
+    """The metadata files a commit from ``base`` to ``new`` dropped from the metadata log (it
+    keeps ``write.metadata.previous-versions-max`` entries), when ``new`` has
+    ``write.metadata.delete-after-commit.enabled``; delete them once the commit landed (Java's
+    ``deleteRemovedMetadataFiles``)."""
+    from icefloe.spec.properties import bool_property
+
+    if not bool_property(new.properties, METADATA_DELETE_AFTER_COMMIT, False):
+        return []
+    kept = {e.metadata_file for e in new.metadata_log}
+    return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
 
 
 def delete_files(io: FileIO, paths: Iterable[str], workers: int = 8) -> int:

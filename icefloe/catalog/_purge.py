@@ -166,7 +166,7 @@ def plan_purge(io: FileIO, metadata_location: str) -> PurgePlan:
         stats_path = stats.get("statistics-path")
         if isinstance(stats_path, str):
             statistics[stats_path] = None
-    metadata_files: dict[str, None] = {e.metadata_file: None for e in metadata.metadata_log}
+    metadata_files = dict.fromkeys(_earlier_metadata_files(io, metadata))
     metadata_files.pop(metadata_location, None)
     metadata_files[metadata_location] = None
     plan.groups += [
@@ -184,6 +184,38 @@ def _read_metadata(io: FileIO, location: str) -> TableMetadata:
         with io.new_input(location).open() as stream:
             data = stream.read()
         return read_metadata_json(data, location)
+
+
+def _earlier_metadata_files(io: FileIO, metadata: TableMetadata) -> list[str]:
+    """Every earlier metadata file, oldest first: the metadata log holds only the last
+    ``write.metadata.previous-versions-max`` (100) files, so the oldest readable file of each log
+    is read for the files before it (Java's ``ReachableFileUtil.metadataFileLocations``,
+    recursive). A table with 402 metadata files left 301 behind when only the current log was
+    followed. A missing or damaged old file is skipped for the next one of its log."""
+    found: dict[str, None] = {}
+    log = [e.metadata_file for e in metadata.metadata_log]
+    chain: list[list[str]] = []
+    while True:
+        new = [path for path in log if path not in found]
+        if not new:
+            break
+        found.update(dict.fromkeys(new))
+        chain.append(new)
+        older: TableMetadata | None = None
+        for path in new:
+            try:
+                older = _read_metadata(io, path)
+                break
+            except UnsupportedFeatureError:
+                continue
+            except IcefloeError as e:
+                if isinstance(e, FileIOError) and not e.context.get("not_found"):
+                    raise  # a storage failure: the purge stops before anything is dropped
+                continue
+        if older is None:
+            break
+        log = [e.metadata_file for e in older.metadata_log]
+    return [path for files in reversed(chain) for path in files]
 
 
 def _read_list(io: FileIO, path: str) -> Sequence[ManifestFile]:

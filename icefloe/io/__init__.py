@@ -1,16 +1,20 @@
 """File access for metadata and data files: a small protocol and two backends.
 
 Iceberg never relies on listing or renaming for correctness, so the protocol only opens, creates,
-checks and deletes single files. ``create()`` never replaces an existing file unless asked to:
-metadata, manifest and manifest-list names are unique and a clash means a bug or a concurrent
-writer. ``LocalFileIO`` serves plain paths and ``file:`` URIs; ``ArrowFileIO`` serves everything
-``pyarrow.fs`` knows (s3://, gs://, abfs://, hdfs://, and local paths too).
+checks and deletes single files. Listing is a separate, optional capability
+(:class:`SupportsPrefixListing`, Iceberg Java's ``SupportsPrefixOperations``) used only to find
+files that no metadata references (orphan-file removal), never to decide what a table holds.
+``create()`` never replaces an existing file unless asked to: metadata, manifest and
+manifest-list names are unique and a clash means a bug or a concurrent writer. ``LocalFileIO``
+serves plain paths and ``file:`` URIs; ``ArrowFileIO`` serves everything ``pyarrow.fs`` knows
+(s3://, gs://, abfs://, hdfs://, and local paths too).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -19,8 +23,10 @@ from icefloe.errors import ConfigError
 __all__ = [
     "IO_IMPL",
     "FileIO",
+    "FileInfo",
     "InputFile",
     "OutputFile",
+    "SupportsPrefixListing",
     "load_file_io",
 ]
 
@@ -74,6 +80,30 @@ class FileIO(Protocol):
     def delete(self, location: str) -> None: ...
 
     def exists(self, location: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One listed file (or, from a non-recursive listing, directory): its location in the form of
+    the listed prefix (``prefix + relative path``), its size and last modification time."""
+
+    location: str
+    size: int
+    modified_ms: int
+    is_dir: bool = False
+
+
+@runtime_checkable
+class SupportsPrefixListing(Protocol):
+    """A FileIO that can list what lies under a location (local directories, object-store
+    prefixes). Used only for cleanup (orphan files), never for correctness."""
+
+    def list_prefix(self, prefix: str, *, recursive: bool = True) -> Iterator[FileInfo]:
+        """The files below ``prefix`` (a directory location; ``/`` is added when missing), every
+        level deep with ``recursive``, else the files and directories directly below it (
+        ``is_dir`` set for directories). Symbolic links to directories are not followed. A
+        prefix that does not exist lists nothing."""
+        ...
 
 
 def _scheme(location: str | None) -> str:

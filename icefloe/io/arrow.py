@@ -17,7 +17,7 @@ writers apart.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, Any, cast
 from urllib.parse import urlsplit
 
@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.errors import ConfigError, FileIOError
+from icefloe.io import FileInfo
 from icefloe.io.local import local_path
 
 __all__ = ["ArrowFileIO", "ArrowInputFile", "ArrowOutputFile"]
@@ -198,6 +199,37 @@ class ArrowFileIO:
     def exists(self, location: str) -> bool:
         fs, path = self.resolve(location)
         return _exists(fs, path, location)
+
+    def list_prefix(self, prefix: str, *, recursive: bool = True) -> Iterator[FileInfo]:
+        """The files below ``prefix`` (see `SupportsPrefixListing`), one ``pyarrow.fs`` listing
+        (on object stores: paginated LIST requests by prefix). Returned locations keep the
+        prefix's own spelling (scheme, authority)."""
+        base = prefix.rstrip("/")
+        fs, root = self.resolve(base)
+        if isinstance(fs, pafs.LocalFileSystem):
+            # pyarrow's local listing follows symbolic links to directories; ours does not
+            from icefloe.io.local import LocalFileIO
+
+            yield from LocalFileIO(self.properties).list_prefix(prefix, recursive=recursive)
+            return
+        root = root.rstrip("/") or "/"
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=recursive, allow_not_found=True))
+        except (pa.ArrowException, OSError) as e:
+            raise _error("list", prefix, e) from e
+        strip = len(root) + (0 if root.endswith("/") else 1)
+        for info in infos:
+            if not info.path.startswith(root):
+                continue  # never report anything outside the prefix
+            relative = info.path[strip:]
+            if not relative:
+                continue
+            mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+            if info.type == pafs.FileType.Directory:
+                if not recursive:
+                    yield FileInfo(f"{base}/{relative}", 0, mtime, is_dir=True)
+            elif info.type == pafs.FileType.File:
+                yield FileInfo(f"{base}/{relative}", int(info.size or 0), mtime)
 
     def __repr__(self) -> str:
         return "ArrowFileIO()"

@@ -13,12 +13,14 @@ them unchanged.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from typing import IO, cast
 
 import pyarrow as pa
 
 from icefloe.errors import FileIOError
+from icefloe.io import FileInfo
 
 __all__ = ["LocalFileIO", "LocalInputFile", "LocalOutputFile", "local_path"]
 
@@ -166,6 +168,39 @@ class LocalFileIO:
 
     def exists(self, location: str) -> bool:
         return os.path.exists(local_path(location))
+
+    def list_prefix(self, prefix: str, *, recursive: bool = True) -> Iterator[FileInfo]:
+        """The files below directory ``prefix`` (see `SupportsPrefixListing`). Symbolic links are
+        listed as files (deleting one removes the link, never its target) unless they point at a
+        directory, which is neither listed nor followed."""
+        base = prefix.rstrip("/")
+        root = local_path(base) or "/"
+        stack = [(root, base)]
+        while stack:
+            directory, location = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise _error("list", location, e) from e
+            for entry in sorted(entries, key=lambda e: e.name):
+                child = f"{location}/{entry.name}"
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode) and os.path.isdir(entry.path):
+                        continue
+                except FileNotFoundError:  # removed while we list
+                    continue
+                except OSError as e:
+                    raise _error("list", child, e) from e
+                if stat.S_ISDIR(st.st_mode):
+                    if recursive:
+                        stack.append((entry.path, child))
+                    else:
+                        yield FileInfo(child, 0, st.st_mtime_ns // 1_000_000, is_dir=True)
+                else:
+                    yield FileInfo(child, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def __repr__(self) -> str:
         return "LocalFileIO()"

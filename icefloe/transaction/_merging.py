@@ -86,6 +86,9 @@ class MergingProducer(SnapshotProducer):
         self.drop_partitions: set[PartitionKey] | None = None
         #: pinned data sequence number of the added files (rewrite_files), else inherited
         self.data_sequence_number: int | None = None
+        #: per added file (by path), a data sequence number that wins over the pinned one
+        #: (rewritten position deletes keep the newest one of the files they replace)
+        self.added_sequence_numbers: dict[str, int] = {}
         self._owns_files = owns_files
         self._new_data: list[ManifestFile] | None = None
         self._new_deletes: list[ManifestFile] | None = None
@@ -169,7 +172,8 @@ class MergingProducer(SnapshotProducer):
                 format_version=base.format_version,
             ) as writer:
                 for f in group:
-                    writer.add(f, sequence_number=self.data_sequence_number)
+                    seq = self.added_sequence_numbers.get(f.file_path, self.data_sequence_number)
+                    writer.add(f, sequence_number=seq)
             out.append(writer.close())
         return out
 
@@ -228,6 +232,20 @@ class MergingProducer(SnapshotProducer):
         result = [*self._new_data, *data.manifests, *self._new_deletes, *deletes.manifests]
         self._used_manifests = {m.manifest_path for m in result}
         return result
+
+    def prepare(self, base: TableMetadata) -> None:
+        """Rewrite now the manifests of ``base``'s branch head that lose files (cached: a later
+        attempt on the same manifests reuses them), e.g. while the files to add are still being
+        written. The commit's checks still run on the base it commits to."""
+        parent = branch_head(base, self.branch)
+        existing = read_manifest_list(self.io, parent.manifest_list) if parent else []
+        data_filter, delete_filter = self._filters()
+        data = data_filter.filter(base, [m for m in existing if m.content == ManifestContent.DATA])
+        # the delete filter's predicate reads _dangling; manifests() sets it the same way
+        self._dangling = frozenset(e.data_file.file_path for e in data.removed)
+        delete_filter.filter(
+            base, [m for m in existing if m.content == ManifestContent.DELETES], token=self._dangling
+        )
 
     def _check_found(
         self, removed: list[ManifestEntry], wanted: dict[str, DataFile | None], parent: Snapshot | None

@@ -3,7 +3,9 @@ primitive compaction needs. Operation ``replace``.
 
 The new data files keep the starting snapshot's sequence number as their data sequence number
 (unless asked otherwise): equality deletes committed after the rewrite started then still apply
-to the rewritten rows, so a concurrent equality delete does not conflict. Checks:
+to the rewritten rows, so a concurrent equality delete does not conflict. ``sequence_numbers``
+pins single added files to another data sequence number (a rewrite of position delete files
+keeps the newest one of the delete files it replaces, as Java's). Checks:
 
 1. files to replace still exist                     (validate_deleted_files_exist)
 2. no new delete files for the replaced data files  (validate_no_new_deletes_for_data_files;
@@ -12,7 +14,7 @@ to the rewritten rows, so a concurrent equality delete does not conflict. Checks
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from icefloe.errors import ValidationError
@@ -46,6 +48,7 @@ class RewriteFiles(MergingProducer):
         remove_deletes: Iterable[DataFile] = (),
         add_deletes: Iterable[DataFile] = (),
         keep_sequence_number: bool = True,
+        sequence_numbers: Mapping[str, int] | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
         owns_files: bool = False,
@@ -70,6 +73,8 @@ class RewriteFiles(MergingProducer):
         if keep_sequence_number and self.starting_snapshot_id is not None:
             self.data_sequence_number = metadata.snapshot_by_id(self.starting_snapshot_id).sequence_number
         self.keep_sequence_number = keep_sequence_number and self.data_sequence_number is not None
+        # Rewritten delete files keep the newest data sequence number of the files they replace.
+        self.added_sequence_numbers.update(sequence_numbers or {})
 
     def checks(self, ctx: ValidationContext) -> None:
         validate_deleted_files_exist(ctx, self.removed_data_files, self.removed_delete_files)

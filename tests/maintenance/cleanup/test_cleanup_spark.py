@@ -1,0 +1,78 @@
+"""The Spark runner (manifests read and directories listed on executors) gives the local
+runner's answers: the same expired snapshots and files, the same orphans, the same errors."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cleanup_checks import assert_intact, files_under, local, referenced
+from conftest import SCHEMA, rows
+from test_expire_snapshots import build_history
+from test_orphan_files import plant
+
+from icefloe.errors import FileIOError
+
+pytestmark = pytest.mark.spark
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def as_sets(files: Any) -> dict[str, set[str]]:
+    return {k: set(v) for k, v in files.items()}
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_expiry_on_spark_equals_local(catalog: Any, spark: Any, mode: str) -> None:
+    t = build_history(catalog, mode)
+    older_than = now_ms() + 1
+    local_dry = t.maintenance.expire_snapshots(older_than=older_than, retain_last=1, dry_run=True)
+    spark_dry = t.maintenance.expire_snapshots(
+        older_than=older_than, retain_last=1, dry_run=True, spark=spark
+    )
+    assert spark_dry.expired_snapshot_ids == local_dry.expired_snapshot_ids
+    assert as_sets(spark_dry.files) == as_sets(local_dry.files)
+    assert local_dry.deleted_data_files_count > 0
+    on_disk = files_under(t.location)
+    result = t.maintenance.expire_snapshots(older_than=older_than, retain_last=1, spark=spark)
+    assert as_sets(result.files) == as_sets(local_dry.files)
+    assert on_disk - files_under(t.location) == {local(p) for p in result.deleted_files}
+    assert_intact(t)
+
+
+def test_orphans_on_spark_equal_local(catalog: Any, spark: Any) -> None:
+    t = build_history(catalog)
+    root = local(t.location)
+    # more than 10 directories at one level: the driver hands them to the executors
+    planted = {plant(f"{root}/data/cat=p{i}/deep/lost-{i}.parquet") for i in range(14)}
+    planted |= {plant(f"{root}/metadata/lost.avro"), plant(f"{root}/lost.txt")}
+    hidden = plant(f"{root}/data/cat=p1/_tmp/hidden.parquet")
+    plant(f"{root}/data/cat=p2/young.parquet", age_days=0.5)
+    local_dry = t.maintenance.remove_orphan_files(dry_run=True)
+    spark_dry = t.maintenance.remove_orphan_files(dry_run=True, spark=spark)
+    assert {local(p) for p in local_dry} == planted
+    assert set(spark_dry) == set(local_dry)
+    result = t.maintenance.remove_orphan_files(spark=spark)
+    assert set(result) == set(local_dry)
+    assert not any(os.path.exists(p) for p in planted)
+    assert_intact(t)
+    time.sleep(0.01)
+    t.maintenance.remove_orphan_files(older_than=now_ms(), spark=spark)
+    assert files_under(t.location) == referenced(t) | {hidden}
+
+
+def test_unreadable_manifests_stop_spark_orphan_removal_too(catalog: Any, spark: Any, tmp_path: Path) -> None:
+    t = catalog.create_table("ns.t", schema=SCHEMA)
+    t.append(rows(1))
+    lost = plant(f"{local(t.location)}/data/lost.parquet")
+    snapshot = t.current_snapshot()
+    assert snapshot is not None
+    os.remove(local(snapshot.manifest_list))
+    with pytest.raises(FileIOError, match="cannot be read"):
+        t.maintenance.remove_orphan_files(spark=spark)
+    assert os.path.exists(lost)
