@@ -9,6 +9,7 @@ The public API::
     t.scan(row_filter="id >= 10", selected_fields=("id", "ts")).to_arrow()
 """
 
+from icefloe._progress import Progress, ProgressCallback
 from icefloe.catalog import Catalog, load_catalog
 from icefloe.errors import (
     AlreadyExistsError,
@@ -25,6 +26,7 @@ from icefloe.errors import (
     IcefloeError,
     IncompatibleSchemaChangeError,
     InvalidMetadataError,
+    MissingDependencyError,
     MissingFilesError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -81,6 +83,7 @@ __all__ = [
     "InspectTable",
     "InvalidMetadataError",
     "ManageSnapshots",
+    "MissingDependencyError",
     "MissingFilesError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
@@ -93,6 +96,8 @@ __all__ = [
     "PartitionField",
     "PartitionSpec",
     "PartitionSpecError",
+    "Progress",
+    "ProgressCallback",
     "ReplaceSortOrder",
     "Schema",
     "SchemaError",

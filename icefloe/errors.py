@@ -29,6 +29,7 @@ The tree::
     │       ├── ConflictingDeleteFilesError   new deletes for data files the operation read/rewrote
     │       └── MissingFilesError             files the operation removes or references are gone
     ├── UnsupportedFeatureError    valid Iceberg that icefloe cannot handle yet
+    ├── MissingDependencyError     an optional package is not installed (``extra`` names the extra)
     └── FileIOError                a file could not be read or written
 
 Every error carries a human message, an optional ``hint`` telling the user what to do next,
@@ -54,6 +55,7 @@ __all__ = [
     "IcefloeError",
     "IncompatibleSchemaChangeError",
     "InvalidMetadataError",
+    "MissingDependencyError",
     "MissingFilesError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
@@ -267,6 +269,13 @@ class MissingFilesError(ConflictError):
 
 class UnsupportedFeatureError(IcefloeError, NotImplementedError):
     """Valid Iceberg that this version of icefloe cannot handle yet."""
+
+
+class MissingDependencyError(IcefloeError, ImportError):
+    """A feature needs an optional package that is not installed. Context fields: ``module``
+    (what could not be imported) and ``extra`` (the icefloe extra that installs it: the hint says
+    ``pip install 'icefloe[<extra>]'``). It is an ``ImportError``, so code that already catches
+    that keeps working."""
 
 
 class FileIOError(IcefloeError, OSError):

@@ -72,7 +72,9 @@ class Schema:
         return hash((self._struct, self.identifier_field_ids))
 
     def __repr__(self) -> str:
-        return f"Schema(schema_id={self.schema_id}, fields={list(self.fields)!r})"
+        # one line a person can read: "Schema(schema_id=0, [1: id: required long, 2: s: optional string])"
+        ids = f", identifier_field_ids={list(self.identifier_field_ids)}" if self.identifier_field_ids else ""
+        return f"Schema(schema_id={self.schema_id}, [{', '.join(str(f) for f in self.fields)}]{ids})"
 
     def __str__(self) -> str:
         lines = ["table {"] + [f"  {f}" for f in self.fields] + ["}"]

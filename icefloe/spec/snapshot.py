@@ -103,6 +103,24 @@ class Snapshot:
     def operation(self) -> Operation:
         return self.summary.operation
 
+    def __repr__(self) -> str:
+        import datetime as dt
+
+        when = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=dt.UTC)
+        when_text = when.strftime("%Y-%m-%d %H:%M:%S UTC")
+        parts = [
+            f"snapshot_id={self.snapshot_id}",
+            f"operation={self.operation.value!r}",
+            f"committed={when_text!r}",
+            f"parent_snapshot_id={self.parent_snapshot_id}",
+            f"sequence_number={self.sequence_number}",
+        ]
+        for key in ("added-records", "deleted-records", "total-records", "total-data-files"):
+            value = self.summary.get(key)
+            if value is not None:
+                parts.append(f"{key.replace('-', '_')}={value}")
+        return f"Snapshot({', '.join(parts)})"
+
     def to_json(self, format_version: int = 2) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if format_version >= 2:

@@ -1,4 +1,4 @@
-"""`DataScan`: choose a snapshot, plan its files, and read them as Arrow (or pandas, DuckDB).
+"""`DataScan`: choose a snapshot, plan its files, and read them as Arrow (or pandas, Polars, DuckDB).
 
 Which schema a scan reads with: a scan of the current state or of a branch head uses the table's
 current schema; a scan of a specific snapshot (by id, tag or timestamp) uses the schema that was
@@ -12,14 +12,17 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from icefloe._optional import require
 from icefloe.errors import NoSuchSnapshotError, ValidationError
 from icefloe.expressions import AlwaysTrue, And, BooleanExpression, parse
+from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.scan.planner import PlanningStats, plan_files
 from icefloe.spec.snapshot import SnapshotRefType
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import polars as pl
     import pyarrow as pa
 
     from icefloe.scan.task import FileScanTask
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from icefloe.spec.snapshot import Snapshot
     from icefloe.table._table import Table
 
-__all__ = ["DataScan"]
+__all__ = ["ArrowStreamSource", "DataScan"]
 
 
 _TS_HELP = "as_of_timestamp must be epoch milliseconds, a datetime or ISO-8601 text"
@@ -123,6 +126,22 @@ class DataScan:
         if "*" in self.selected_fields:
             return self._schema
         return self._schema.select(list(self.selected_fields), self.case_sensitive)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.table.name)]
+        if self._snapshot is not None:
+            parts.append(f"snapshot_id={self._snapshot.snapshot_id}")
+        else:
+            parts.append("no snapshot")
+        if self.ref is not None:
+            parts.append(f"ref={self.ref!r}")
+        if not isinstance(self.row_filter, AlwaysTrue):
+            parts.append(f"row_filter={str(self.row_filter)!r}")
+        if "*" not in self.selected_fields:
+            parts.append(f"selected_fields={self.selected_fields!r}")
+        if self.limit is not None:
+            parts.append(f"limit={self.limit}")
+        return f"DataScan({', '.join(parts)})"
 
     # ------------------------------------------------------------------ refinement
     def _copy(self, **changes: Any) -> DataScan:
@@ -234,21 +253,103 @@ class DataScan:
         return pa.Table.from_batches([b for p in parts for b in p], schema=schema)
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        """Read everything into a pandas DataFrame (needs ``icefloe[pandas]``)."""
+        require("pandas", extra="pandas", feature="DataScan.to_pandas")
         return self.to_arrow().to_pandas(**kwargs)
+
+    def to_polars(self) -> pl.LazyFrame:
+        """The rows as a Polars ``LazyFrame`` (needs ``icefloe[polars]``). Nothing is read until
+        it is collected; then Polars' projection, filter and row limit reach the scan: only the
+        columns the query uses are read, and reading stops after the rows a ``head`` needs."""
+        polars = require("polars", extra="polars", feature="DataScan.to_polars")
+        try:
+            from polars.io.plugins import register_io_source
+        except ImportError:  # an old Polars without IO plugins: read eagerly
+            return polars.from_arrow(self.to_arrow()).lazy()  # type: ignore[no-any-return]
+
+        def source(
+            with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None
+        ) -> Iterator[pl.DataFrame]:
+            scan = self if with_columns is None else self.select(*with_columns)
+            if predicate is None and n_rows is not None:
+                scan = scan.with_limit(n_rows if self.limit is None else min(n_rows, self.limit))
+            remaining = n_rows
+            for batch in scan._batches():
+                frame = polars.from_arrow(batch)
+                if predicate is not None:
+                    frame = frame.filter(predicate)
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    frame = frame.head(remaining)
+                    remaining -= frame.height
+                yield frame
+
+        schema = polars.from_arrow(self.arrow_schema().empty_table()).schema
+        return register_io_source(source, schema=schema)  # type: ignore[no-any-return]
 
     def to_duckdb(
         self, table_name: str, connection: duckdb.DuckDBPyConnection | None = None
     ) -> duckdb.DuckDBPyConnection:
-        """Register the scan's rows as ``table_name`` in a DuckDB connection (a new one if none)."""
-        import duckdb
-
+        """Register the scan as ``table_name`` in a DuckDB connection (a new one if none; needs
+        ``icefloe[duckdb]``). Nothing is read up front: each query that scans ``table_name``
+        streams the rows from the files, one batch at a time (see :class:`ArrowStreamSource`)."""
+        duckdb = require("duckdb", extra="duckdb", feature="DataScan.to_duckdb")
         con = connection if connection is not None else duckdb.connect()
-        con.register(table_name, self.to_arrow())
+        con.register(table_name, ArrowStreamSource(self))
         return con
 
     def count(self) -> int:
-        """The number of rows the scan returns."""
-        n = 0
-        for batch in self._batches():
-            n += batch.num_rows
-        return n
+        """The number of rows the scan returns.
+
+        Answered from metadata (the files' record counts) for every file no delete file applies
+        to and whose rows all match the filter (no residual, or the file's column metrics prove
+        every row matches); only the other files are read, and only the columns their filter
+        and deletes need."""
+        if self.limit == 0:
+            return 0
+        total = 0
+        to_read: list[FileScanTask] = []
+        schema = self._schema
+        strict: dict[str, StrictMetricsEvaluator] = {}
+        for task in self.plan_files():
+            f = task.file
+            if task.delete_files or f.record_count < 0 or task.length is not None or task.start:
+                to_read.append(task)
+                continue
+            if isinstance(task.residual, AlwaysTrue):
+                total += f.record_count
+                continue
+            key = str(task.residual)
+            evaluator = strict.get(key)
+            if evaluator is None:
+                evaluator = strict[key] = StrictMetricsEvaluator(schema, task.residual, self.case_sensitive)
+            if evaluator.eval(f):
+                total += f.record_count
+            else:
+                to_read.append(task)
+        if to_read:
+            # one narrow column: read_task adds the columns the residual and the deletes need
+            narrow = self._copy(selected_fields=(schema.fields[0].name,)) if schema.fields else self
+            for task in to_read:
+                for batch in narrow._read_task(task):
+                    total += batch.num_rows
+                if self.limit is not None and total >= self.limit:
+                    break
+        return total if self.limit is None else min(total, self.limit)
+
+
+class ArrowStreamSource:
+    """A scan as an Arrow stream that can be read more than once: each reader of its
+    ``__arrow_c_stream__`` (the Arrow PyCapsule protocol, which DuckDB, Polars and pyarrow
+    speak) gets a fresh, lazily planned `pa.RecordBatchReader` over the files, so a DuckDB
+    view over it streams the rows of every query that scans it, self-joins included."""
+
+    def __init__(self, scan: DataScan) -> None:
+        self.scan = scan
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.scan.to_batches().__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return f"ArrowStreamSource({self.scan!r})"
