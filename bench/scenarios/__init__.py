@@ -36,10 +36,25 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
     "deletes": ("bench.scenarios.deletes", "run", "merge-on-read vs copy-on-write delete of 1%, and reads"),
     "concurrent": ("bench.scenarios.concurrent", "run", "8 writer processes appending to one table"),
     "spark": ("bench.scenarios.spark", "run", "Spark write/scan vs raw Parquet and Iceberg Java"),
+    "compaction": (
+        "bench.scenarios.compaction",
+        "run",
+        "rewrite_data_files of 10,000 small files: Arrow vs raw pyarrow, Spark vs Iceberg Java",
+    ),
     "rest-commit": (
         "bench.scenarios.rest",
         "run_commit",
         "small-append latency through icefloe's REST server vs PyIceberg's RestCatalog",
+    ),
+    "expire": (
+        "bench.scenarios.expire",
+        "run",
+        "expire 1,000 snapshots over 10,000 files (local, Spark) vs Iceberg Java 1.10",
+    ),
+    "merge": (
+        "bench.scenarios.merge",
+        "run",
+        "Spark MERGE (half updates, half inserts) and DELETE 1% in both write modes vs Iceberg Java 1.10",
     ),
     "rest-concurrent": (
         "bench.scenarios.rest",

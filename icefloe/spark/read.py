@@ -94,15 +94,23 @@ def read(
     catalog: str | None = None,
     catalog_properties: dict[str, str] | None = None,
     engine: Engine = "auto",
+    metadata_columns: Sequence[str] | None = None,
 ) -> DataFrame:
     """A DataFrame of ``columns`` (all when None; nested paths like ``"a.b"`` allowed) of the rows
     matching ``where`` (icefloe filter syntax), from the current snapshot or the chosen one.
+
+    ``metadata_columns`` (any of ``_file``, ``_pos``, ``_spec_id``, ``_partition``) are appended
+    after the columns: each row's data file, its position in that file, the file's partition
+    spec id and partition (Iceberg Java's metadata columns).
 
     ``engine="parquet"`` forces Spark's Parquet reader (raising UnsupportedFeatureError when it
     cannot read the table correctly), ``"source"`` the icefloe data source, ``"auto"`` picks
     the Parquet reader whenever it can. Turns on ``spark.sql.parquet.fieldId.read.enabled`` for
     the session (it only affects reads whose schema carries field ids).
     """
+    from icefloe.spark._metadata_columns import check_metadata_columns
+
+    meta_columns = check_metadata_columns(metadata_columns)
     if isinstance(table, str):
         meta = _read_metadata_table(spark, table, columns, where, snapshot_id, catalog, catalog_properties)
         if meta is not None:
@@ -120,7 +128,11 @@ def read(
         catalog_properties=catalog_properties,
     )
     tasks = scan.plan_files() if engine != "source" else []
-    problem = _parquet_problem(scan, tasks) if engine != "source" else "engine='source' was asked for"
+    problem = (
+        _parquet_problem(scan, tasks, position_deletes=bool(meta_columns))
+        if engine != "source"
+        else "engine='source' was asked for"
+    )
     if problem is None:
         problem = _location_problem(tasks)
     if problem is not None:
@@ -129,8 +141,8 @@ def read(
                 f"Spark's Parquet reader cannot read {scan.table.name} correctly: {problem}",
                 hint='use engine="auto" or engine="source"',
             )
-        return _read_with_source(spark, scan, catalog, catalog_properties)
-    return _read_with_parquet(spark, scan, tasks)
+        return _read_with_source(spark, scan, catalog, catalog_properties, meta_columns)
+    return _read_with_parquet(spark, scan, tasks, meta_columns)
 
 
 def _read_metadata_table(
@@ -220,8 +232,14 @@ def _has_default(fields: Iterable[NestedField]) -> bool:
     return False
 
 
-def _parquet_problem(scan: DataScan, tasks: Sequence[FileScanTask]) -> str | None:
-    """Why Spark's Parquet reader would not give Iceberg semantics for this scan, or None."""
+def _parquet_problem(
+    scan: DataScan, tasks: Sequence[FileScanTask], *, position_deletes: bool = False
+) -> str | None:
+    """Why Spark's Parquet reader would not give Iceberg semantics for this scan, or None.
+    ``position_deletes``: Parquet position delete files are applied by an anti-join (the path
+    that reads metadata columns)."""
+    from icefloe.spark._metadata_columns import parquet_deletes_supported
+
     if "schema.name-mapping.default" in scan.table.metadata.properties:
         return "the table has a name mapping (files written without field ids)"
     needed = _needed_schema(scan)
@@ -232,7 +250,7 @@ def _parquet_problem(scan: DataScan, tasks: Sequence[FileScanTask]) -> str | Non
     if _has_default(needed.fields):
         return "a column has an initial default value"
     for t in tasks:
-        if t.delete_files:
+        if t.delete_files and not (position_deletes and parquet_deletes_supported([t])):
             return f"{t.file.file_path} has row-level delete files"
         if str(t.file.file_format).lower().rsplit(".", 1)[-1] != "parquet":
             return f"{t.file.file_path} is not a Parquet file"
@@ -281,24 +299,44 @@ def _leaf_ids(schema: Schema) -> set[int]:
 # --------------------------------------------------------------------------- the two engines
 
 
-def _read_with_parquet(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask]) -> DataFrame:
+def _read_with_parquet(
+    spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask], meta_columns: Sequence[str] = ()
+) -> DataFrame:
+    from icefloe.spark._metadata_columns import metadata_spark_fields, parquet_rows, with_metadata_columns
+
     projection = scan.projection()
     needed = _needed_schema(scan)
     spark_schema = to_spark_schema(needed, with_field_ids=True)
     paths = list(dict.fromkeys(t.file.file_path for t in tasks))
     if not paths:
-        return spark.createDataFrame([], to_spark_schema(projection))
+        empty = to_spark_schema(projection)
+        if meta_columns:
+            empty = st.StructType([*empty.fields, *metadata_spark_fields(scan.table.metadata, meta_columns)])
+        return spark.createDataFrame([], empty)
     spark.conf.set(FIELD_ID_READ_CONF, "true")
-    df = spark.read.schema(spark_schema).parquet(*paths)
+    if meta_columns:
+        df = parquet_rows(spark, spark_schema, tasks)
+    else:
+        df = spark.read.schema(spark_schema).parquet(*paths)
     if not isinstance(scan.row_filter, AlwaysTrue):
         df = df.filter(to_spark_column(scan.row_filter, scan.schema(), scan.case_sensitive))
-    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
+    if meta_columns:
+        df = with_metadata_columns(df, spark, scan.table.metadata, tasks, meta_columns)
+    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields], *meta_columns)
 
 
 def _read_with_source(
-    spark: SparkSession, scan: DataScan, catalog: str | None, catalog_properties: dict[str, str] | None
+    spark: SparkSession,
+    scan: DataScan,
+    catalog: str | None,
+    catalog_properties: dict[str, str] | None,
+    meta_columns: Sequence[str] = (),
 ) -> DataFrame:
+    from icefloe.spark.source import METADATA_COLUMNS
+
     reader = spark.read.format("icefloe")
+    if meta_columns:
+        reader = reader.option(METADATA_COLUMNS, ",".join(meta_columns))
     for key, value in _catalog_options(catalog, catalog_properties).items():
         reader = reader.option(key, value)
     if scan.snapshot_id is not None:
@@ -320,7 +358,7 @@ def _read_with_source(
     projection = scan.projection()
     if projection is scan.schema():
         return df
-    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields])
+    return df.select(*[F.col(_quoted(f.name)) for f in projection.fields], *meta_columns)
 
 
 def _source_filter(scan: DataScan) -> tuple[str | None, BooleanExpression]:

@@ -105,6 +105,7 @@ TARGET_FILE_SIZE = "target-file-size-bytes"
 START_SNAPSHOT_ID = "start-snapshot-id"
 END_SNAPSHOT_ID = "end-snapshot-id"
 FILTER = "filter"
+METADATA_COLUMNS = "metadata-columns"
 WAP_ID = "wap-id"
 WRITE_ID_PROPERTY = "icefloe.spark.write-id"
 
@@ -117,7 +118,9 @@ def _table_name(options: Mapping[str, str]) -> str:
     if not name:
         raise ValidationError(
             "no table given to the icefloe data source",
-            hint='name it: spark.read.format("icefloe").load("ns.table") or .save("ns.table")',
+            hint='name it: spark.read.format("icefloe").load("ns.table") or .save("ns.table"); Spark passes '
+            "no OPTIONS to the Python data source of a catalog table (CREATE TABLE ... USING icefloe): "
+            "use CREATE TEMPORARY VIEW v USING icefloe OPTIONS (table 'ns.table')",
         )
     return name
 
@@ -250,6 +253,8 @@ class IcefloeReader(ds.DataSourceReader):
         self.row_filter: BooleanExpression = AlwaysTrue() if row_filter is None else row_filter
         #: an incremental append read of (start, end] instead of one snapshot
         self.incremental: tuple[int, int | None] | None = None
+        #: metadata columns (``_file``, ``_pos``, ...) appended after the projected columns
+        self.metadata_columns: list[str] = []
 
     def _metadata(self) -> TableMetadata:
         return read_metadata_json(self.metadata_json)
@@ -292,10 +297,41 @@ class IcefloeReader(ds.DataSourceReader):
         io = load_file_io(self.io_properties, metadata.location)
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         name_mapping = metadata.properties.get("schema.name-mapping.default")
+        if self.metadata_columns:
+            yield from self._read_with_metadata(io, metadata, partition.tasks, target, name_mapping)
+            return
         for task in partition.tasks:
             for batch in read_task(io, task, self.projected, self.schema, True, name_mapping=name_mapping):
                 if batch.num_rows:
                     yield to_spark_batch(batch, self.projected, target)
+
+    def _read_with_metadata(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        tasks: Sequence[FileScanTask],
+        target: pa.Schema,
+        name_mapping: str | None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows with their metadata columns (positions from icefloe.arrow.positions)."""
+        import pyarrow as pa
+
+        from icefloe.arrow.positions import read_with_positions
+        from icefloe.arrow.spark_layout import to_spark_batch
+        from icefloe.spark._metadata_columns import source_metadata_arrays
+
+        n_data = len(self.projected.fields)
+        data_target = pa.schema([target.field(i) for i in range(n_data)])
+        meta_types = {target.field(i).name: target.field(i).type for i in range(n_data, len(target))}
+        for task in tasks:
+            for batch, positions in read_with_positions(
+                io, task, self.projected, self.schema, name_mapping=name_mapping
+            ):
+                data = to_spark_batch(batch, self.projected, data_target)
+                extra = source_metadata_arrays(
+                    metadata, task, self.metadata_columns, positions, batch.num_rows, meta_types
+                )
+                yield pa.RecordBatch.from_arrays([*data.columns, *extra], schema=target)
 
 
 # --------------------------------------------------------------------------- writing
@@ -493,7 +529,13 @@ class IcefloeDataSource(ds.DataSource):
         if meta is not None:
             return metadata_spark_schema(meta, self._options())
         table = self._table()
-        return to_spark_schema(resolve_read(table, self._options()).schema)
+        spark_schema = to_spark_schema(resolve_read(table, self._options()).schema)
+        names = _metadata_column_names(self._options())
+        if names:
+            from icefloe.spark._metadata_columns import metadata_spark_fields
+
+            return SparkStructType([*spark_schema.fields, *metadata_spark_fields(table.metadata, names)])
+        return spark_schema
 
     def reader(self, schema: SparkStructType) -> IcefloeReader | ArrowTableReader:  # type: ignore[override]
         options = self._options()
@@ -503,7 +545,8 @@ class IcefloeDataSource(ds.DataSource):
             return ArrowTableReader(meta_schema, rows, to_spark_schema(meta_schema))
         table = self._table()
         target = resolve_read(table, options)
-        names = [f.name for f in schema.fields]
+        metadata_columns = _metadata_column_names(options)
+        names = [f.name for f in schema.fields][: len(schema.fields) - len(metadata_columns)]
         projected = (
             target.schema if names == [f.name for f in target.schema.fields] else target.schema.select(names)
         )
@@ -530,6 +573,9 @@ class IcefloeDataSource(ds.DataSource):
             split_size=split_size,
             open_file_cost=open_cost,
         )
+        if metadata_columns:
+            reader.metadata_columns = metadata_columns
+            reader.spark_schema = schema
         if options.get(START_SNAPSHOT_ID) is not None:
             reader.incremental = (
                 int(options[START_SNAPSHOT_ID]),
@@ -578,6 +624,16 @@ class IcefloeDataSource(ds.DataSource):
             overwrite_filter=overwrite_filter,
             target_file_size=_int_option(options, TARGET_FILE_SIZE, None),
         )
+
+
+def _metadata_column_names(options: Mapping[str, str]) -> list[str]:
+    """The ``metadata-columns`` option (``"_file,_pos"``) as a checked list."""
+    from icefloe.spark._metadata_columns import check_metadata_columns
+
+    text = options.get(METADATA_COLUMNS)
+    if not text:
+        return []
+    return check_metadata_columns(n.strip() for n in text.split(",") if n.strip())
 
 
 def check_spark_schema(spark_schema: SparkStructType, schema: Schema) -> None:

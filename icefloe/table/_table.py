@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from icefloe._progress import ProgressCallback, report, track_batches
 from icefloe.expressions import BooleanExpression
 from icefloe.spec.snapshot import MAIN_BRANCH
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from icefloe.spec.sort_order import SortOrder
     from icefloe.spec.table_metadata import TableMetadata
     from icefloe.table.changelog import ChangelogScan
+    from icefloe.table.health import TableHealth
     from icefloe.table.incremental import IncrementalAppendScan
     from icefloe.table.inspect import InspectTable
     from icefloe.table.manage_snapshots import ManageSnapshots
@@ -196,6 +198,15 @@ class Table:
 
         return InspectTable(self)
 
+    def health(self, **thresholds: Any) -> TableHealth:
+        """A health check from metadata alone: file sizes, delete-file ratios, manifests, snapshot
+        and metadata growth, partition skew, each finding with the maintenance call that fixes it
+        (``icefloe health ns.t`` on the command line; thresholds:
+        :class:`icefloe.table.health.Thresholds`)."""
+        from icefloe.table.health import check_health
+
+        return check_health(self, **thresholds)
+
     def incremental_append_scan(
         self, from_snapshot_id: int | None = None, to_snapshot_id: int | None = None, **kwargs: Any
     ) -> IncrementalAppendScan:
@@ -222,26 +233,46 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
         schema_evolution: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Append Arrow data as one new snapshot (a fast append) to ``branch``. Returns the
         snapshot, or None when there was no row to append. On any error the table is left as it
         was. ``schema_evolution="merge"`` first adds the data's new columns and widens types, in
-        the same commit."""
+        the same commit. ``progress`` gets an :class:`icefloe.Progress` as rows are written
+        (stage ``"write"``) and around the commit (stage ``"commit"``)."""
         tx = self.transaction(branch)
-        tx.append(data, snapshot_properties=snapshot_properties, schema_evolution=schema_evolution)
+        try:
+            tx.append(
+                track_batches(data, progress, "append"),
+                snapshot_properties=snapshot_properties,
+                schema_evolution=schema_evolution,
+            )
+            report(progress, "append", "commit", 0, 1)
+        except BaseException:
+            tx.abandon()  # a progress callback that stops the write: the files written go too
+            raise
         committed = tx.commit()
+        report(progress, "append", "commit", 1, 1)
         return committed[0] if committed else None
 
-    def _one_action(self, queue: Callable[[Transaction], object], branch: str) -> Snapshot | None:
+    def _one_action(
+        self,
+        queue: Callable[[Transaction], object],
+        branch: str,
+        progress: ProgressCallback | None = None,
+        operation: str = "write",
+    ) -> Snapshot | None:
         """Run one queued change as its own transaction; on any error nothing is committed and
         the files it wrote are deleted."""
         tx = self.transaction(branch)
         try:
             queue(tx)
+            report(progress, operation, "commit", 0, 1)
             committed = tx.commit()
         except BaseException:
             tx.abandon()
             raise
+        report(progress, operation, "commit", 1, 1)
         return committed[-1] if committed else None
 
     def delete(
@@ -250,10 +281,28 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
+        progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Delete the rows matching ``where`` (per ``write.delete.mode``). Returns the new
         snapshot, or None when no row matched."""
-        return self._one_action(lambda tx: tx.delete(where, snapshot_properties), branch)
+        return self._one_action(lambda tx: tx.delete(where, snapshot_properties), branch, progress, "delete")
+
+    def update(
+        self,
+        where: str | BooleanExpression,
+        set: dict[str, Any],
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        progress: ProgressCallback | None = None,
+    ) -> Snapshot | None:
+        """Give the rows matching ``where`` new values (per ``write.update.mode``):
+        ``t.update("id = 3", set={"status": "done", "n": pc.field("n") + 1})``; a value is a
+        Python value, a ``pyarrow.compute`` expression or a function of the current rows. Returns
+        the new snapshot, or None when no row matched."""
+        return self._one_action(
+            lambda tx: tx.update(where, set, snapshot_properties), branch, progress, "update"
+        )
 
     def overwrite(
         self,
@@ -263,11 +312,19 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
         schema_evolution: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Replace the rows matching ``where`` (every row by default) with ``data``, atomically."""
         return self._one_action(
-            lambda tx: tx.overwrite(data, where, snapshot_properties, schema_evolution=schema_evolution),
+            lambda tx: tx.overwrite(
+                track_batches(data, progress, "overwrite"),
+                where,
+                snapshot_properties,
+                schema_evolution=schema_evolution,
+            ),
             branch,
+            progress,
+            "overwrite",
         )
 
     def upsert(
@@ -278,12 +335,20 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
         schema_evolution: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Insert ``data``, replacing the rows with the same ``key_columns`` (per
         ``write.merge.mode``), in one atomic commit."""
         return self._one_action(
-            lambda tx: tx.upsert(data, key_columns, snapshot_properties, schema_evolution=schema_evolution),
+            lambda tx: tx.upsert(
+                track_batches(data, progress, "upsert"),
+                key_columns,
+                snapshot_properties,
+                schema_evolution=schema_evolution,
+            ),
             branch,
+            progress,
+            "upsert",
         )
 
     def replace_partitions(
@@ -293,16 +358,21 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
         schema_evolution: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Dynamic partition overwrite: ``data`` replaces every partition it has rows in."""
         return self._one_action(
-            lambda tx: tx.replace_partitions(data, snapshot_properties, schema_evolution=schema_evolution),
+            lambda tx: tx.replace_partitions(
+                track_batches(data, progress, "replace_partitions"),
+                snapshot_properties,
+                schema_evolution=schema_evolution,
+            ),
             branch,
+            progress,
+            "replace_partitions",
         )
 
     def __repr__(self) -> str:
-        snap = self.current_snapshot()
-        return (
-            f"Table({self.name!r}, format_version={self.format_version}, "
-            f"current_snapshot={snap.snapshot_id if snap else None}, location={self.location!r})"
-        )
+        from icefloe.table._repr import table_repr
+
+        return table_repr(self)

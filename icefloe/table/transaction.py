@@ -20,6 +20,7 @@ commit's outcome is unknown.
 Row operations and the table properties they honour::
 
     delete(where)               write.delete.mode, write.delete.isolation-level
+    update(where, set)          write.update.mode, write.update.isolation-level
     upsert(data, key_columns)   write.merge.mode,  write.merge.isolation-level
     overwrite(data, where)      copy-on-write always, write.update.isolation-level
     replace_partitions(data)    write.update.isolation-level
@@ -28,9 +29,9 @@ Row operations and the table properties they honour::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import BooleanExpression
@@ -235,6 +236,9 @@ class Transaction:
         delete_filter: str | BooleanExpression = "true",
         snapshot_properties: dict[str, str] | None = None,
         *,
+        remove_files: Iterable[DataFile] = (),
+        conflict_filter: str | BooleanExpression | None = None,
+        isolation_level: str | None = None,
         delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
@@ -242,14 +246,30 @@ class Transaction:
         matching ones by a copy-on-write rewrite) and add ``files``, in one snapshot.
 
         ``files`` are checked and stay the caller's as in `append_files` (``delete_on_failure``
-        likewise); the rewrites icefloe writes are its own and go when the commit fails."""
+        likewise); the rewrites icefloe writes are its own and go when the commit fails.
+
+        A copy-on-write rewrite computed elsewhere (Spark executors) passes ``delete_filter="false"``
+        with the data files it replaces as ``remove_files``, the filter of the rows it read as
+        ``conflict_filter`` (default: ``delete_filter``) and the ``isolation_level`` of its
+        command (default: ``write.update.isolation-level``)."""
         from icefloe.table._row_ops import to_filter
 
         self._check_writable()
         name = self._branch(branch)
-        expr = to_filter(delete_filter, self._working.schema())
+        schema = self._working.schema()
+        expr = to_filter(delete_filter, schema)
+        conflict = None if conflict_filter is None else to_filter(conflict_filter, schema)
         added = self._check_files(files, "data", "overwrite_files")
-        self._overwrite(added, expr, snapshot_properties, name, owns=delete_on_failure)
+        self._overwrite(
+            added,
+            expr,
+            snapshot_properties,
+            name,
+            owns=delete_on_failure,
+            remove_files=list(remove_files),
+            conflict_filter=conflict,
+            isolation_level=None if isolation_level is None else _check_level(isolation_level),
+        )
 
     def _overwrite(
         self,
@@ -259,6 +279,9 @@ class Transaction:
         branch: str,
         *,
         owns: bool,
+        remove_files: list[DataFile] | None = None,
+        conflict_filter: BooleanExpression | None = None,
+        isolation_level: str | None = None,
     ) -> None:
         """Queue an overwrite adding ``added``; ``owns``: whether icefloe may delete them."""
         from icefloe.arrow.row_match import FilterMatcher
@@ -282,12 +305,14 @@ class Transaction:
 
         def build() -> OverwriteFiles:
             kwargs = self._merging_kwargs("update", branch)
+            if isolation_level is not None:
+                kwargs["isolation_level"] = isolation_level
             action = OverwriteFiles(
                 io,
                 self._working,
                 add=[*changes.added, *added],
-                remove=changes.removed,
-                conflict_filter=expr,
+                remove=[*changes.removed, *(remove_files or ())],
+                conflict_filter=expr if conflict_filter is None else conflict_filter,
                 snapshot_properties=snapshot_properties,
                 owns_files=True,
                 **kwargs,  # type: ignore[arg-type]
@@ -433,6 +458,64 @@ class Transaction:
         self._queue(action)
         return changes.rows_removed
 
+    def update(
+        self,
+        where: str | BooleanExpression,
+        set: Mapping[str, Any],
+        snapshot_properties: dict[str, str] | None = None,
+        *,
+        branch: str | None = None,
+    ) -> int:
+        """Give the rows matching ``where`` new values: ``set`` maps top-level columns to a value,
+        a ``pyarrow.compute`` expression (``pc.field("n") + 1``) or a function of the current rows
+        (a ``RecordBatch``) returning an array (``write.update.mode``: copy-on-write rewrites the
+        files holding them, merge-on-read writes position deletes and the new rows). Returns the
+        number of rows updated."""
+        from icefloe.arrow.update import check_assignments, update_rows
+        from icefloe.table._row_ops import MERGE_ON_READ, to_filter, write_mode
+
+        self._check_writable()
+        name = self._branch(branch)
+        schema = self._working.schema()
+        expr = to_filter(where, schema)
+        assignments = check_assignments(schema, set)
+        mode = write_mode(self._props, "update")
+        kwargs = self._merging_kwargs("update", name)
+        io = self._table.io
+        changes = update_rows(io, self._working, self._head(name), expr, assignments, mode)
+        if not changes.removed and not changes.added_deletes:
+            return 0
+        action: MergingProducer
+        try:
+            if mode == MERGE_ON_READ:
+                action = RowDelta(
+                    io,
+                    self._working,
+                    add_data_files=changes.added,
+                    add_delete_files=changes.added_deletes,
+                    referenced_data_files=changes.referenced,
+                    conflict_filter=expr,
+                    snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the rows and delete files icefloe just wrote
+                    **kwargs,  # type: ignore[arg-type]
+                )
+            else:
+                action = OverwriteFiles(
+                    io,
+                    self._working,
+                    add=changes.added,
+                    remove=changes.removed,
+                    conflict_filter=expr,
+                    snapshot_properties=snapshot_properties,
+                    owns_files=True,  # the rewrites icefloe just wrote
+                    **kwargs,  # type: ignore[arg-type]
+                )
+        except BaseException:
+            changes.discard(io)
+            raise
+        self._queue(action)
+        return changes.rows_updated
+
     def upsert(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
@@ -529,6 +612,7 @@ class Transaction:
         add_data_files: Iterable[DataFile] = (),
         add_delete_files: Iterable[DataFile] = (),
         *,
+        remove_data_files: Iterable[DataFile] = (),
         remove_delete_files: Iterable[DataFile] = (),
         referenced_data_files: Iterable[str] = (),
         conflict_filter: str | BooleanExpression | None = None,
@@ -537,9 +621,9 @@ class Transaction:
         delete_on_failure: bool = False,
         branch: str | None = None,
     ) -> None:
-        """Queue a row delta: the merge-on-read primitive (data files plus delete files). The
-        added files are checked and stay the caller's as in `append_files` (``delete_on_failure``
-        likewise)."""
+        """Queue a row delta: the merge-on-read primitive (data files plus delete files; data files
+        whose rows all go are removed whole with ``remove_data_files``). The added files are
+        checked and stay the caller's as in `append_files` (``delete_on_failure`` likewise)."""
         from icefloe.table._row_ops import to_filter
 
         self._check_writable()
@@ -549,20 +633,20 @@ class Transaction:
         expr = None if conflict_filter is None else to_filter(conflict_filter, self._working.schema())
         data = self._check_files(add_data_files, "data", "row_delta")
         deletes = self._check_files(add_delete_files, "deletes", "row_delta")
-        self._queue(
-            RowDelta(
-                self._table.io,
-                self._working,
-                add_data_files=data,
-                add_delete_files=deletes,
-                remove_delete_files=remove_delete_files,
-                referenced_data_files=referenced_data_files,
-                conflict_filter=expr,
-                snapshot_properties=snapshot_properties,
-                owns_files=delete_on_failure,
-                **kwargs,  # type: ignore[arg-type]
-            )
+        action = RowDelta(
+            self._table.io,
+            self._working,
+            add_data_files=data,
+            add_delete_files=deletes,
+            remove_delete_files=remove_delete_files,
+            referenced_data_files=referenced_data_files,
+            conflict_filter=expr,
+            snapshot_properties=snapshot_properties,
+            owns_files=delete_on_failure,
+            **kwargs,  # type: ignore[arg-type]
         )
+        action.remove_data_files(remove_data_files)
+        self._queue(action)
 
     def rewrite_files(
         self,
