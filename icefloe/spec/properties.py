@@ -102,8 +102,13 @@ _INTS: dict[str, int | None] = {  # key -> minimum
     "write.parquet.compression-level": None,
     "write.metadata.previous-versions-max": None,
     "write.metadata.metrics.max-inferred-column-defaults": 0,
+    "history.expire.max-snapshot-age-ms": 0,
+    "history.expire.min-snapshots-to-keep": 1,
+    "history.expire.max-ref-age-ms": 0,
 }
-_BOOLS = frozenset({"commit.manifest-merge.enabled"})
+_BOOLS = frozenset(
+    {"commit.manifest-merge.enabled", "gc.enabled", "write.metadata.delete-after-commit.enabled"}
+)
 _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     **{f"write.{command}.mode": (WRITE_MODES, "a write mode") for command in ("delete", "update", "merge")},
     **{

@@ -49,6 +49,11 @@ BAD = [
     ("write.metadata.previous-versions-max", "x"),
     ("write.delete.mode", "mor"),
     ("write.merge.isolation-level", "serial"),
+    ("history.expire.max-snapshot-age-ms", "5 days"),
+    ("history.expire.min-snapshots-to-keep", "0"),
+    ("history.expire.max-ref-age-ms", "-1"),
+    ("gc.enabled", "no"),
+    ("write.metadata.delete-after-commit.enabled", "yes"),
 ]
 
 
