@@ -255,11 +255,17 @@ class Schema:
     def from_json(cls, obj: dict[str, Any]) -> Schema:
         struct = type_from_json({"type": "struct", "fields": obj.get("fields", [])})
         assert isinstance(struct, StructType)
-        return cls(
-            *struct.fields,
-            schema_id=int(obj.get("schema-id", 0)),
-            identifier_field_ids=obj.get("identifier-field-ids") or (),
-        )
+        schema_id = obj.get("schema-id", 0)
+        if isinstance(schema_id, bool) or not isinstance(schema_id, int):
+            raise SchemaError(f"'schema-id' must be an integer, got {schema_id!r}")
+        ids = obj.get("identifier-field-ids") or ()
+        if not isinstance(ids, list | tuple) or any(
+            isinstance(i, bool) or not isinstance(i, int) for i in ids
+        ):
+            raise SchemaError(f"'identifier-field-ids' must be a list of integers, got {ids!r}")
+        schema = cls(*struct.fields, schema_id=schema_id, identifier_field_ids=ids)
+        schema._index_by_id  # noqa: B018 - a field id used twice anywhere in the tree is refused here
+        return schema
 
 
 def _replace_type(f: NestedField, t: IcebergType) -> NestedField:

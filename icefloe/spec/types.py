@@ -14,6 +14,7 @@ string ``str``; uuid ``uuid.UUID``; fixed/binary ``bytes``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -385,14 +386,37 @@ def type_to_json(t: IcebergType) -> Any:
     raise SchemaError(f"cannot serialize type {t!r}")
 
 
-def _field_from_json(obj: dict[str, Any]) -> NestedField:
+def _json_id(obj: Mapping[str, Any], key: str) -> int:
+    """A field id from type JSON: a JSON integer, not negative (ids name columns in data files)."""
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise SchemaError(f"{key!r} must be a non-negative integer, got {v!r}: {obj}")
+    return v
+
+
+def _json_flag(obj: Mapping[str, Any], key: str) -> bool:
+    v = obj[key]
+    if not isinstance(v, bool):
+        raise SchemaError(f"{key!r} must be true or false, got {v!r}: {obj}")
+    return v
+
+
+def _field_from_json(obj: Any) -> NestedField:
+    if not isinstance(obj, dict):
+        raise SchemaError(f"a struct field must be a JSON object, got {obj!r}")
     try:
+        name = obj["name"]
+        if not isinstance(name, str) or not name:
+            raise SchemaError(f"a field name must be a non-empty string, got {name!r}: {obj}")
+        doc = obj.get("doc")
+        if doc is not None and not isinstance(doc, str):
+            raise SchemaError(f"a field's 'doc' must be a string, got {doc!r}: {obj}")
         return NestedField(
-            field_id=int(obj["id"]),
-            name=str(obj["name"]),
+            field_id=_json_id(obj, "id"),
+            name=name,
             field_type=type_from_json(obj["type"]),
-            required=bool(obj["required"]),
-            doc=obj.get("doc"),
+            required=_json_flag(obj, "required"),
+            doc=doc,
             initial_default=obj.get("initial-default"),
             write_default=obj.get("write-default"),
         )
@@ -409,18 +433,23 @@ def type_from_json(obj: Any) -> IcebergType:
     kind = obj.get("type")
     try:
         if kind == "struct":
-            return StructType(*(_field_from_json(f) for f in obj["fields"]))
+            fields = obj["fields"]
+            if not isinstance(fields, list):
+                raise SchemaError(f"a struct's 'fields' must be a list, got {fields!r}")
+            return StructType(*(_field_from_json(f) for f in fields))
         if kind == "list":
             return ListType(
-                int(obj["element-id"]), type_from_json(obj["element"]), bool(obj["element-required"])
+                _json_id(obj, "element-id"),
+                type_from_json(obj["element"]),
+                _json_flag(obj, "element-required"),
             )
         if kind == "map":
             return MapType(
-                int(obj["key-id"]),
+                _json_id(obj, "key-id"),
                 type_from_json(obj["key"]),
-                int(obj["value-id"]),
+                _json_id(obj, "value-id"),
                 type_from_json(obj["value"]),
-                bool(obj["value-required"]),
+                _json_flag(obj, "value-required"),
             )
     except KeyError as e:
         raise SchemaError(f"{kind} type is missing {e.args[0]!r}: {obj}") from None
