@@ -1,9 +1,13 @@
 """The demo pipeline on Spark: ingest, queries, the late batch and time travel all go through the
-icefloe Spark data source; the driver commits, executors write and read the files.
+icefloe Spark data source; the driver commits, executors write and read the files. Then the rest
+of ``tpch.lineitem``'s life (:mod:`icefloe.cli._demo_life`): a change-data MERGE, schema and
+partition changes, health, maintenance on Spark, a bad batch rolled back, time travel to a tag,
+metadata tables.
 
     tpchgen-cli -> Parquet -> spark.read.parquet -> df.write.format("icefloe")   (ingest, late batch)
     icefloe.spark.read(...) / spark.read.format("icefloe") -> Spark SQL        (Q1, Q3, Q6)
     .option("snapshot-id", ...)                                                (time travel)
+    icefloe.spark.table(...).merge(...), table.maintenance.*(spark=spark)      (the table's life)
 
 The catalog is configured in the session (``spark.icefloe.catalog.demo.*``) and named by the
 ``catalog`` option; only the driver talks to it, executors get the table's FileIO properties.
@@ -14,11 +18,12 @@ from __future__ import annotations
 import time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icefloe.cli._demo_progress import SparkProgress
 from icefloe.cli.demo import (
     _LATE_FROM,
     _LATE_TO,
@@ -36,6 +41,9 @@ from icefloe.cli.demo import (
     _tpchgen,
 )
 from icefloe.spark.session import catalog_conf, spark_session
+
+if TYPE_CHECKING:
+    from icefloe.cli._demo_life import LifeResult
 
 __all__ = ["run_spark"]
 
@@ -88,7 +96,7 @@ def run_spark(
     master: str = "local[2]",
     spark: Any | None = None,
     catalog: dict[str, str] | None = None,
-) -> None:
+) -> LifeResult:
     """The pipeline on Spark. With ``spark`` given (tests share one session) it is used as is,
     with the demo catalog set in its runtime conf, and left running. ``catalog`` properties
     default to the embedded SQLite catalog and local warehouse under ``workdir``; Spark's
@@ -116,13 +124,17 @@ def run_spark(
         icefloe.spark.register(spark)
         _say(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores")
     try:
-        _pipeline(spark, cat, src, orders_schema, lineitem_schema)
+        lineitem_src = _pipeline(spark, cat, src, orders_schema, lineitem_schema)
+        from icefloe.cli._demo_life import run_life
+
+        life = run_life(spark, cat, lineitem_src, props)
     finally:
         if own:
             spark.stop()
     with cat:
         orders, lineitem = cat.load_table("tpch.orders"), cat.load_table("tpch.lineitem")
         _print_summary(workdir, (orders, lineitem), t_start, props)
+    return life
 
 
 def _write(df: Any, table: str, mode: str = "append") -> None:
@@ -144,14 +156,16 @@ def _fast(spark: Any, table: str, columns: list[str], where: str) -> Any:
 
 def _pipeline(
     spark: Any, catalog: Any, src: Path, orders_schema: pa.Schema, lineitem_schema: pa.Schema
-) -> None:
+) -> Any:
+    """Ingest, queries, the late batch and time travel; returns the source lineitem DataFrame."""
+    step = SparkProgress(spark).step
     with _step("creating partitioned tables"):
         _create_tables(catalog, orders_schema, lineitem_schema)
 
     orders_src = spark.read.parquet(str(src / "orders.parquet"))
     lineitem_src = spark.read.parquet(str(src / "lineitem.parquet"))
 
-    with _step("ingesting orders and lineitem through Spark (df.write.format('icefloe'))"):
+    with step("ingesting orders and lineitem through Spark (df.write.format('icefloe'))"):
         _write(orders_src, "tpch.orders")
         # One month of shipments is held back: it arrives late, into old partitions.
         _write(lineitem_src.where(f"not ({_LATE})"), "tpch.lineitem")
@@ -169,7 +183,7 @@ def _pipeline(
 
     results: list[tuple[str, str, str]] = []  # (what, before the late batch, after)
 
-    with _step("TPC-H Q1 (pricing summary), Spark SQL over the icefloe fast path"):
+    with step("TPC-H Q1 (pricing summary), Spark SQL over the icefloe fast path"):
         _fast(
             spark,
             "tpch.lineitem",
@@ -186,7 +200,7 @@ def _pipeline(
         ).createOrReplaceTempView("lineitem")
         q1 = spark.sql(_Q1).toArrow()
         _say(_table_text(q1))
-    with _step("TPC-H Q3-style join (top unshipped orders)"):
+    with step("TPC-H Q3-style join (top unshipped orders)"):
         _fast(
             spark,
             "tpch.orders",
@@ -200,16 +214,16 @@ def _pipeline(
             "l_shipdate > '1995-03-15'",
         ).createOrReplaceTempView("lineitem")
         _say(_table_text(spark.sql(_Q3).toArrow()))
-    with _step("TPC-H Q6 (forecast revenue, 1995), through the data source"):
+    with step("TPC-H Q6 (forecast revenue, 1995), through the data source"):
         revenue_before, _, _ = _q6_and_counts(spark)
         _say(f"    revenue = {revenue_before:,.2f}")
 
     late = lineitem_src.where(_LATE)
     late_rows = late.count()
-    with _step(f"late batch: {late_rows:,} {_LATE_FROM:%B %Y} shipments received after the month arrive"):
+    with step(f"late batch: {late_rows:,} {_LATE_FROM:%B %Y} shipments received after the month arrive"):
         _write(late, "tpch.lineitem")
 
-    with _step("time travel: Q6 and row counts before and after the late batch"):
+    with step("time travel: Q6 and row counts before and after the late batch"):
         revenue_after, count_now, month_now = _q6_and_counts(spark)
         revenue_then, count_then, month_then = _q6_and_counts(spark, snapshot_id=before_id)
         files_then, files_now = _month_files(catalog.load_table("tpch.lineitem"), before_id)
@@ -235,6 +249,7 @@ def _pipeline(
     _say(_table_text(pa.table({k: [r[i] for r in results] for i, k in enumerate(("", "before", "after"))})))
     _say(f"    Q6 now matches Q6 computed directly on the source Parquet: {expected:,.2f}")
     _say(f"    every source row is readable: {count_now:,} rows")
+    return lineitem_src
 
 
 def _month_files(lineitem: Any, before_id: int) -> tuple[int, int]:

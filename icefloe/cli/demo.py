@@ -1,5 +1,7 @@
 """The demo pipeline: TPC-H orders and lineitem into partitioned Iceberg tables, queries, a late batch
-into old partitions, and time travel to compare before and after.
+into old partitions, and time travel to compare before and after; on Spark, then the rest of the
+table's life (a change-data MERGE, schema and partition changes, health, maintenance, a bad batch
+rolled back, time travel to a tag, metadata tables: :mod:`icefloe.cli._demo_life`).
 
 Runs on the embedded defaults: a SQLite catalog and a local warehouse under ``--workdir``;
 ``--warehouse s3://bucket/path`` puts the tables on an object store, ``--catalog-uri
@@ -378,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         "--engine",
         choices=("spark", "arrow"),
         default="spark",
-        help="spark (default: local[2], ingest and queries through the icefloe data source) "
-        "or arrow (no JVM)",
+        help="spark (default: local[2]; the whole life of the table, through the icefloe data "
+        "source and Spark runners) or arrow (no JVM; ingest, queries, late data, time travel)",
     )
     p.add_argument(
         "--master", default="local[2]", help="Spark master URL (default local[2]; spark engine only)"
