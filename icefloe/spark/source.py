@@ -379,22 +379,11 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
         return load_file_io(self.io_properties, metadata.location)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcefloeCommitMessage:
-        from icefloe.arrow.spark_layout import from_spark_batch
-        from icefloe.arrow.writer import write_data_files
-
-        metadata = read_metadata_json(self.metadata_json)
-        schema = metadata.schema()
-        batches = (from_spark_batch(b, schema) for b in iterator)
-        # The job id in every file name lets abort() find files of tasks that died mid-write.
-        task_uuid = f"{self.write_id}-{uuid_mod.uuid4().hex[:12]}"
-        files = write_data_files(
-            self._io(metadata),
-            metadata,
-            batches,
-            target_file_size_bytes=self.target_file_size,
-            write_uuid=task_uuid,
+        return IcefloeCommitMessage(
+            write_spark_batches(
+                self.metadata_json, self.io_properties, iterator, self.write_id, self.target_file_size
+            )
         )
-        return IcefloeCommitMessage(files)
 
     def commit(self, messages: list[ds.WriterCommitMessage | None]) -> None:
         files = _files(messages)
@@ -439,6 +428,32 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
             return  # a commit whose outcome looked unknown did land; its files are live
         _delete(io, _files(messages))
         delete_job_files(metadata, self.write_id, io)
+
+
+def write_spark_batches(
+    metadata_json: str,
+    io_properties: Mapping[str, str],
+    iterator: Iterator[pa.RecordBatch],
+    write_id: str,
+    target_file_size: int | None,
+) -> list[DataFile]:
+    """One write task (batch or streaming): Spark's Arrow batches -> the table's data files,
+    partitioned (any number of partitions per task), rolling, with metrics and field ids."""
+    from icefloe.arrow.spark_layout import from_spark_batch
+    from icefloe.arrow.writer import write_data_files
+
+    metadata = read_metadata_json(metadata_json)
+    schema = metadata.schema()
+    batches = (from_spark_batch(b, schema) for b in iterator)
+    # The job id in every file name lets abort() find files of tasks that died mid-write.
+    task_uuid = f"{write_id}-{uuid_mod.uuid4().hex[:12]}"
+    return write_data_files(
+        load_file_io(io_properties, metadata.location),
+        metadata,
+        batches,
+        target_file_size_bytes=target_file_size,
+        write_uuid=task_uuid,
+    )
 
 
 def _tx_method(tx: Any, name: str) -> Any:
@@ -624,6 +639,18 @@ class IcefloeDataSource(ds.DataSource):
             overwrite_filter=overwrite_filter,
             target_file_size=_int_option(options, TARGET_FILE_SIZE, None),
         )
+
+    def streamWriter(self, schema: SparkStructType, overwrite: bool) -> ds.DataSourceStreamWriter:
+        """``df.writeStream.format("icefloe")``: one snapshot per micro-batch (icefloe.spark.streaming)."""
+        from icefloe.spark.streaming import stream_writer
+
+        return stream_writer(self._options(), self.spark_conf, schema, overwrite)
+
+    def streamReader(self, schema: SparkStructType) -> ds.DataSourceStreamReader:
+        """``spark.readStream.format("icefloe")``: appended snapshots as micro-batches."""
+        from icefloe.spark._stream_source import stream_reader
+
+        return stream_reader(self._options(), self.spark_conf, schema)
 
 
 def _metadata_column_names(options: Mapping[str, str]) -> list[str]:
