@@ -13,6 +13,9 @@ of listed with referenced files run as Spark shuffles, so only the answer reache
     orphans  driver lists the top levels, executors the rest (job 1, kept) -> job 2: manifest
              lists -> manifests -> job 3: live entries + manifests + other referenced files,
              left-joined by path with the listed files -> orphans and prefix conflicts
+             (a table whose whole tree the driver listed with at most
+             ``DRIVER_ONLY_MAX_FILES`` files is compared on the driver instead: three Spark jobs
+             with shuffles cost seconds, a few hundred manifests read locally milliseconds)
 
 Each job returns its unreadable files with its answer (tagged rows), so a failure costs no extra
 job. Planning (what is expired, how locations compare, which paths are hidden) lives in
@@ -35,10 +38,12 @@ from icefloe.maintenance.orphan_files import (
     OrphanOptions,
     ValidFiles,
     classify,
+    find_orphans,
     is_hidden,
 )
 from icefloe.maintenance.reachability import (
     IOSpec,
+    LocalReachability,
     ManifestRef,
     Reachable,
     Unreachable,
@@ -56,6 +61,9 @@ __all__ = ["SparkReachability"]
 # with at most 10 subdirectories; executors list the rest.
 _DRIVER_LISTING_DEPTH = 3
 _DRIVER_LISTING_SUBDIRS = 10
+#: orphan removal on a table whose tree the driver listed completely, with at most this many
+#: files, reads the manifests and compares on the driver (module attribute: tests set it to 0)
+DRIVER_ONLY_MAX_FILES = 20_000
 EXPIRED, RETAINED = 0, 1
 _ERROR = "\x00unreadable"  # the key of error rows in keyed RDDs (no path starts with NUL)
 
@@ -268,6 +276,15 @@ class SparkReachability:
         self, io: IOSpec, options: OrphanOptions, valid: Callable[[], ValidFiles]
     ) -> tuple[list[str], Conflicts, list[Unreadable]]:
         files, pending = self._driver_listing(io, options)
+        if not pending and len(files) <= DRIVER_ONLY_MAX_FILES:
+            refs = valid()
+            reach = LocalReachability(io.file_io()).reachable(io, refs.manifest_lists)
+            if reach.unreadable:
+                return [], set(), reach.unreadable
+            orphans, conflicts = find_orphans(
+                files, [*refs.others, *reach.manifests, *reach.content], options
+            )
+            return orphans, conflicts, []
         listed = self._sc.parallelize(files, 1)
         if pending:
             deep = self._sc.parallelize(pending, self._slices(len(pending))).mapPartitions(

@@ -66,7 +66,32 @@ def test_orphans_on_spark_equal_local(catalog: Any, spark: Any) -> None:
     assert files_under(t.location) == referenced(t) | {hidden}
 
 
-def test_unreadable_manifests_stop_spark_orphan_removal_too(catalog: Any, spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("driver_only_max_files", [20_000, 0], ids=["driver", "executors"])
+def test_small_trees_are_compared_on_the_driver_with_the_same_answer(
+    catalog: Any, spark: Any, monkeypatch: pytest.MonkeyPatch, driver_only_max_files: int
+) -> None:
+    import icefloe.spark.reachability as reach
+
+    monkeypatch.setattr(reach, "DRIVER_ONLY_MAX_FILES", driver_only_max_files)
+    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    t = build_history(catalog)
+    root = local(t.location)
+    planted = {plant(f"{root}/data/lost-{i}.parquet") for i in range(3)} | {plant(f"{root}/metadata/x.avro")}
+    assert {local(p) for p in t.maintenance.remove_orphan_files(dry_run=True)} == planted
+    result = t.maintenance.remove_orphan_files(spark=spark)
+    assert {local(p) for p in result} == planted and not any(os.path.exists(p) for p in planted)
+    assert_intact(t)
+    spark_jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup()) - jobs_before
+    assert (spark_jobs == 0) == (driver_only_max_files > 0)
+
+
+@pytest.mark.parametrize("driver_only_max_files", [20_000, 0], ids=["driver", "executors"])
+def test_unreadable_manifests_stop_spark_orphan_removal_too(
+    catalog: Any, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, driver_only_max_files: int
+) -> None:
+    import icefloe.spark.reachability as reach
+
+    monkeypatch.setattr(reach, "DRIVER_ONLY_MAX_FILES", driver_only_max_files)
     t = catalog.create_table("ns.t", schema=SCHEMA)
     t.append(rows(1))
     lost = plant(f"{local(t.location)}/data/lost.parquet")
