@@ -281,10 +281,10 @@ class SparkReachability:
             reach = LocalReachability(io.file_io()).reachable(io, refs.manifest_lists)
             if reach.unreadable:
                 return [], set(), reach.unreadable
-            orphans, conflicts = find_orphans(
+            found, conflicted = find_orphans(
                 files, [*refs.others, *reach.manifests, *reach.content], options
             )
-            return orphans, conflicts, []
+            return found, conflicted, []
         listed = self._sc.parallelize(files, 1)
         if pending:
             deep = self._sc.parallelize(pending, self._slices(len(pending))).mapPartitions(
