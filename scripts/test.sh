@@ -13,4 +13,5 @@ if [ "${ICEFLOE_SKIP_ORACLE:-0}" != 1 ]; then
     scripts/rest_engines_setup.sh
   fi
 fi
+scripts/browser_setup.sh || true
 exec .venv/bin/python -m pytest "$@"
