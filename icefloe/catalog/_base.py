@@ -563,8 +563,14 @@ class Catalog(ABC):
                 return self._commit_create(ident, requirements, updates)
             raise self._no_such_table(ident)
         base = self._read(current_location)
-        for requirement in requirements:
-            requirement.validate(base)
+        try:
+            for requirement in requirements:
+                requirement.validate(base)
+        except CommitFailedError as e:
+            # What the table is now, so that the commit retry loop need not read it again.
+            e.context.setdefault("current_metadata", base)
+            e.context.setdefault("current_location", current_location)
+            raise
         if not updates:
             return base, current_location
         new_metadata = apply_updates(base, updates, current_location)

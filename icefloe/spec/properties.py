@@ -17,6 +17,7 @@ __all__ = [
     "MERGE_ON_READ",
     "SERIALIZABLE",
     "SNAPSHOT",
+    "STATEMENT_RESTART_MAX_ATTEMPTS",
     "WRITE_MODES",
     "bool_property",
     "check_properties",
@@ -30,6 +31,9 @@ WRITE_MODES = (COPY_ON_WRITE, MERGE_ON_READ)
 SERIALIZABLE = "serializable"
 SNAPSHOT = "snapshot"
 ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
+#: how many times a row-level statement called on a table may run when concurrent commits
+#: conflict with it (icefloe's own property; see icefloe.transaction._restart)
+STATEMENT_RESTART_MAX_ATTEMPTS = "commit.statement-restart.max-attempts"
 
 
 def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
@@ -94,6 +98,7 @@ _INTS: dict[str, int | None] = {  # key -> minimum
     "commit.retry.min-wait-ms": 0,
     "commit.retry.max-wait-ms": 0,
     "commit.retry.total-timeout-ms": 0,
+    STATEMENT_RESTART_MAX_ATTEMPTS: 1,
     "commit.manifest.target-size-bytes": 1,
     "commit.manifest.min-count-to-merge": None,
     "write.target-file-size-bytes": 1,

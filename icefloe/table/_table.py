@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.replace_sort_order import ReplaceSortOrder, SortTermLike
     from icefloe.table.scan import DataScan
-    from icefloe.table.transaction import Transaction
+    from icefloe.table.transaction import StatementInput, Transaction
     from icefloe.table.update_schema import UpdateSchema
     from icefloe.table.update_spec import UpdateSpec
 
@@ -102,6 +102,30 @@ class Table:
         fresh = self.catalog.load_table(self.identifier)
         self.metadata = fresh.metadata
         self.metadata_location = fresh.metadata_location
+        return self
+
+    def upgrade_format_version(self, format_version: int) -> Table:
+        """Upgrade the table to ``format_version`` (2 or 3; never down). v3 starts row lineage
+        (``next-row-id``) and makes merge-on-read deletes write deletion vectors; existing
+        position delete files keep working. Returns self, refreshed."""
+        from icefloe.spec.metadata_builder import TableMetadataBuilder
+        from icefloe.spec.updates import AssertTableUUID, UpgradeFormatVersion
+        from icefloe.transaction._commit import commit_actions
+
+        # checked here first, so a bad version fails before any commit
+        TableMetadataBuilder.from_metadata(self.metadata).upgrade_format_version(format_version)
+        if format_version == self.metadata.format_version:
+            return self
+        metadata, location = commit_actions(
+            self.catalog,
+            self.identifier,
+            self.metadata,
+            [],
+            extra_updates=[UpgradeFormatVersion(format_version)],
+            extra_requirements=[AssertTableUUID(self.metadata.table_uuid)],
+        )
+        self.metadata = metadata
+        self.metadata_location = location
         return self
 
     # ------------------------------------------------------------------ reads
@@ -275,6 +299,36 @@ class Table:
         report(progress, operation, "commit", 1, 1)
         return committed[-1] if committed else None
 
+    def _statement(
+        self,
+        first: Callable[[Transaction], object],
+        again: Callable[[Transaction], object],
+        branch: str,
+        progress: ProgressCallback | None,
+        operation: str,
+        written: Callable[[], Sequence[StatementInput | None]] = tuple,
+    ) -> Snapshot | None:
+        """A row-level statement that restarts from the new snapshot when a concurrent commit
+        conflicts with it (``commit.statement-restart.max-attempts``, see
+        :mod:`icefloe.transaction._restart`): ``first`` queues it in the first attempt's
+        transaction, ``again`` in each restart's. The rows ``written`` from the input once are
+        deleted when the statement fails for sure (never when the outcome is unknown)."""
+        from icefloe.errors import CommitStateUnknownError
+        from icefloe.transaction._restart import max_attempts, run_statement
+
+        def attempt(n: int) -> Snapshot | None:
+            return self._one_action(first if n == 1 else again, branch, progress, operation)
+
+        try:
+            return run_statement(attempt, limit=max_attempts(self.properties), before_restart=self.refresh)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            for w in written():
+                if w is not None:
+                    _discard(self.io, w.files)
+            raise
+
     def delete(
         self,
         where: str | BooleanExpression,
@@ -284,8 +338,13 @@ class Table:
         progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Delete the rows matching ``where`` (per ``write.delete.mode``). Returns the new
-        snapshot, or None when no row matched."""
-        return self._one_action(lambda tx: tx.delete(where, snapshot_properties), branch, progress, "delete")
+        snapshot, or None when no row matched. A concurrent commit that conflicts with it makes
+        it run again from the new snapshot (``commit.statement-restart.max-attempts``)."""
+
+        def queue(tx: Transaction) -> None:
+            tx.delete(where, snapshot_properties)
+
+        return self._statement(queue, queue, branch, progress, "delete")
 
     def update(
         self,
@@ -299,10 +358,12 @@ class Table:
         """Give the rows matching ``where`` new values (per ``write.update.mode``):
         ``t.update("id = 3", set={"status": "done", "n": pc.field("n") + 1})``; a value is a
         Python value, a ``pyarrow.compute`` expression or a function of the current rows. Returns
-        the new snapshot, or None when no row matched."""
-        return self._one_action(
-            lambda tx: tx.update(where, set, snapshot_properties), branch, progress, "update"
-        )
+        the new snapshot, or None when no row matched. Restarts on conflicts as `delete` does."""
+
+        def queue(tx: Transaction) -> None:
+            tx.update(where, set, snapshot_properties)
+
+        return self._statement(queue, queue, branch, progress, "update")
 
     def overwrite(
         self,
@@ -314,18 +375,22 @@ class Table:
         schema_evolution: str | None = None,
         progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
-        """Replace the rows matching ``where`` (every row by default) with ``data``, atomically."""
-        return self._one_action(
-            lambda tx: tx.overwrite(
-                track_batches(data, progress, "overwrite"),
-                where,
-                snapshot_properties,
-                schema_evolution=schema_evolution,
-            ),
-            branch,
-            progress,
-            "overwrite",
-        )
+        """Replace the rows matching ``where`` (every row by default) with ``data``, atomically.
+        ``data`` is written once; the removal of the old rows restarts on conflicts as in
+        `delete`."""
+        state: list[StatementInput] = []
+
+        def first(tx: Transaction) -> None:
+            tx._check_writable()
+            rows = track_batches(data, progress, "overwrite")
+            state.append(tx._overwrite_input(rows, where, schema_evolution))
+            tx._overwrite_from(state[0], where, snapshot_properties, tx._branch(None), owns=False)
+
+        def again(tx: Transaction) -> None:
+            tx._resume(state[0])
+            tx._overwrite_from(state[0], where, snapshot_properties, tx._branch(None), owns=False)
+
+        return self._statement(first, again, branch, progress, "overwrite", lambda: state)
 
     def upsert(
         self,
@@ -338,18 +403,25 @@ class Table:
         progress: ProgressCallback | None = None,
     ) -> Snapshot | None:
         """Insert ``data``, replacing the rows with the same ``key_columns`` (per
-        ``write.merge.mode``), in one atomic commit."""
-        return self._one_action(
-            lambda tx: tx.upsert(
-                track_batches(data, progress, "upsert"),
-                key_columns,
-                snapshot_properties,
-                schema_evolution=schema_evolution,
-            ),
-            branch,
-            progress,
-            "upsert",
-        )
+        ``write.merge.mode``), in one atomic commit. ``data`` is written once; finding and
+        removing the rows it replaces restarts on conflicts as in `delete`."""
+        state: list[StatementInput | None] = []
+
+        def first(tx: Transaction) -> None:
+            tx._check_writable()
+            rows = track_batches(data, progress, "upsert")
+            state.append(tx._upsert_input(rows, key_columns, schema_evolution))
+            again(tx, resume=False)
+
+        def again(tx: Transaction, resume: bool = True) -> None:
+            written = state[0]
+            if written is None:
+                return  # no input row: nothing to commit
+            if resume:
+                tx._resume(written)
+            tx._upsert_from(written, snapshot_properties, tx._branch(None), owns=False)
+
+        return self._statement(first, again, branch, progress, "upsert", lambda: state)
 
     def replace_partitions(
         self,
@@ -376,3 +448,14 @@ class Table:
         from icefloe.table._repr import table_repr
 
         return table_repr(self)
+
+
+def _discard(io: FileIO, files: Iterable[Any]) -> None:
+    import contextlib
+
+    from icefloe.errors import FileIOError
+
+    for f in files:
+        # Best effort: an orphan file is harmless, and orphan-file cleanup finds it.
+        with contextlib.suppress(FileIOError):
+            io.delete(f.file_path)

@@ -17,6 +17,11 @@ Files a caller hands in (``append_files``, ``overwrite_files``, ``replace_partit
 are never deleted unless the caller passes ``delete_on_failure=True``. Nothing is deleted when a
 commit's outcome is unknown.
 
+Conflicts: inside a transaction a `ConflictError` is raised as it is (the user's code that built
+the transaction cannot be re-run). The same statements called on the table (``table.delete``,
+``update``, ``upsert``, ``overwrite``) restart from the new snapshot instead, up to
+``commit.statement-restart.max-attempts`` (:mod:`icefloe.transaction._restart`).
+
 Row operations and the table properties they honour::
 
     delete(where)               write.delete.mode, write.delete.isolation-level
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -58,13 +64,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.manifest import DataFile
+    from icefloe.spec.schema import Schema
     from icefloe.spec.snapshot import Snapshot
     from icefloe.spec.sort_order import SortOrder
     from icefloe.spec.table_metadata import TableMetadata
     from icefloe.table._table import Table
     from icefloe.table.replace_sort_order import ReplaceSortOrder, SortTermLike
 
-__all__ = ["Transaction"]
+__all__ = ["StatementInput", "Transaction"]
 
 
 class Transaction:
@@ -97,10 +104,10 @@ class Transaction:
                 hint="upgrade the table to format version 2 (an Iceberg Java ALTER TABLE ... SET "
                 "TBLPROPERTIES ('format-version'='2'), or icefloe's upgrade API when it lands)",
             )
-        if self._table.format_version > 2:
+        if self._table.format_version > 3:
             raise UnsupportedFeatureError(
                 f"table {self._table.name} is format version {self._table.format_version}; "
-                "icefloe writes format version 2 for now"
+                "icefloe writes format versions 2 and 3"
             )
 
     @property
@@ -335,12 +342,49 @@ class Transaction:
     ) -> None:
         """Replace the rows matching ``where`` (all rows by default) with ``data``."""
         self._check_writable()
+        name = self._branch(branch)
+        written = self._overwrite_input(data, where, schema_evolution)
+        self._overwrite_from(written, where, snapshot_properties, name, owns=True)
+
+    def _overwrite_input(
+        self, data: object, where: str | BooleanExpression, schema_evolution: str | None
+    ) -> StatementInput:
+        """Write the rows of an overwrite (after queueing the schema change they need)."""
         from icefloe.table._row_ops import to_filter
 
-        name = self._branch(branch)
+        before = self._working
         data = merge_input_schema(self, data, schema_evolution)
-        expr = to_filter(where, self._working.schema())  # a bad filter fails before anything is written
-        self._overwrite(self._write(data), expr, snapshot_properties, name, owns=True)
+        to_filter(where, self._working.schema())  # a bad filter fails before anything is written
+        return StatementInput(self._write(data), _merged_schema(before, self._working))
+
+    def _overwrite_from(
+        self,
+        written: StatementInput,
+        where: str | BooleanExpression,
+        snapshot_properties: dict[str, str] | None,
+        branch: str,
+        *,
+        owns: bool,
+    ) -> None:
+        from icefloe.table._row_ops import to_filter
+
+        expr = to_filter(where, self._working.schema())
+        self._overwrite(written.files, expr, snapshot_properties, branch, owns=owns)
+
+    def _resume(self, written: StatementInput) -> None:
+        """Queue again, in a fresh transaction of a restarted statement, the schema change its
+        written rows need; if the table's schema moved meanwhile the rows cannot be reused."""
+        from icefloe.errors import ConflictError
+        from icefloe.table.update_schema import queue_merged_schema
+
+        if written.merged is None:
+            return
+        schema, schema_id, last_column_id = written.merged
+        try:
+            queue_merged_schema(self, schema, schema_id, last_column_id)
+        except ConflictError as e:
+            e.context["restartable"] = False
+            raise
 
     def replace_partitions_files(
         self,
@@ -434,6 +478,7 @@ class Transaction:
                     self._table.io,
                     self._working,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
@@ -493,6 +538,7 @@ class Transaction:
                     self._working,
                     add_data_files=changes.added,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
@@ -528,25 +574,26 @@ class Transaction:
         """Insert ``data``, replacing every table row whose ``key_columns`` equal those of an
         input row (``write.merge.mode``). The input is streamed: it is written once while its key
         columns are collected; then only files whose metadata may hold those keys are read."""
+        self._check_writable()
+        name = self._branch(branch)
+        written = self._upsert_input(data, key_columns, schema_evolution)
+        if written is not None:
+            self._upsert_from(written, snapshot_properties, name, owns=True)
+
+    def _upsert_input(
+        self, data: object, key_columns: Iterable[str], schema_evolution: str | None
+    ) -> StatementInput | None:
+        """Write the rows of an upsert and collect their keys (None: no input row)."""
         import pyarrow as pa
 
         from icefloe.arrow.conform import check_arrow_schema, conform_batch
-        from icefloe.arrow.row_match import KeyMatcher
-        from icefloe.table._row_ops import (
-            MERGE_ON_READ,
-            check_key_columns,
-            remove_rows,
-            write_mode,
-        )
+        from icefloe.table._row_ops import check_key_columns
 
-        self._check_writable()
-        name = self._branch(branch)
+        before = self._working
         data = merge_input_schema(self, data, schema_evolution)
         schema = self._working.schema()
         input_schema, batches = _arrow_batches(data)
         keys = check_key_columns(schema, input_schema, key_columns)
-        mode = write_mode(self._props, "merge")
-        kwargs = self._merging_kwargs("merge", name)
         key_parts: list[pa.Table] = []
 
         def collect() -> Iterator[pa.RecordBatch]:
@@ -558,12 +605,11 @@ class Transaction:
                 key_parts.append(pa.Table.from_batches([conformed]).select(keys))
                 yield conformed
 
-        io = self._table.io
         files = self._write(collect())
-        written = list(files)
         try:
             if not key_parts or sum(t.num_rows for t in key_parts) == 0:
-                return
+                self._discard(files)
+                return None
             key_table = pa.concat_tables(key_parts)
             counts = key_table.group_by(keys).aggregate([([], "count_all")])
             if pa.compute.max(counts.column("count_all")).as_py() > 1:
@@ -572,10 +618,37 @@ class Transaction:
                     hint="de-duplicate the input: each key may appear at most once",
                     key_columns=keys,
                 )
-            matcher = KeyMatcher(schema, keys, key_table)
+        except BaseException:
+            self._discard(files)
+            raise
+        return StatementInput(files, _merged_schema(before, self._working), key_table, keys)
+
+    def _upsert_from(
+        self,
+        written: StatementInput,
+        snapshot_properties: dict[str, str] | None,
+        branch: str,
+        *,
+        owns: bool,
+    ) -> None:
+        """Queue the upsert of rows already written: find the rows they replace in the branch's
+        head (this transaction's snapshot) and remove them. ``owns``: whether a failed commit
+        deletes the written rows (a restartable statement keeps them for its next attempt)."""
+        from icefloe.arrow.row_match import KeyMatcher
+        from icefloe.table._row_ops import MERGE_ON_READ, remove_rows, write_mode
+
+        assert written.key_table is not None
+        schema = self._working.schema()
+        mode = write_mode(self._props, "merge")
+        kwargs = self._merging_kwargs("merge", branch)
+        io = self._table.io
+        files = written.files
+        discard_on_error = list(files) if owns else []
+        try:
+            matcher = KeyMatcher(schema, written.keys, written.key_table)
             prefilter = matcher.prefilter(schema)
-            changes = remove_rows(io, self._working, self._head(name), matcher, prefilter, mode)
-            written += [*changes.added, *changes.added_deletes]
+            changes = remove_rows(io, self._working, self._head(branch), matcher, prefilter, mode)
+            discard_on_error += [*changes.added, *changes.added_deletes]
             action: MergingProducer
             if mode == MERGE_ON_READ:
                 action = RowDelta(
@@ -583,6 +656,7 @@ class Transaction:
                     self._working,
                     add_data_files=files,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=prefilter,
                     snapshot_properties=snapshot_properties,
@@ -601,8 +675,10 @@ class Transaction:
                     owns_files=True,  # the input and rewrites icefloe just wrote
                     **kwargs,  # type: ignore[arg-type]
                 )
+            if not owns:
+                action.not_owned = {f.file_path for f in files}
         except BaseException:
-            self._discard(written)
+            self._discard(discard_on_error)
             raise
         self._queue(action)
 
@@ -791,6 +867,25 @@ class Transaction:
                 self.commit()
         else:
             self.abandon()
+
+
+@dataclass(frozen=True)
+class StatementInput:
+    """The rows a statement wrote from its input, reusable by a restart of the statement
+    (:mod:`icefloe.transaction._restart`): they do not depend on the snapshot it read. ``merged``
+    is the schema change they were written for (schema, and the schema id and last column id it
+    was computed on), ``key_table`` and ``keys`` an upsert's keys."""
+
+    files: list[DataFile]
+    merged: tuple[Schema, int, int] | None = None
+    key_table: pa.Table | None = None
+    keys: list[str] = field(default_factory=list)
+
+
+def _merged_schema(before: TableMetadata, after: TableMetadata) -> tuple[Schema, int, int] | None:
+    if after.current_schema_id == before.current_schema_id:
+        return None
+    return after.schema(), before.current_schema_id, before.last_column_id
 
 
 def _check_level(level: str) -> str:

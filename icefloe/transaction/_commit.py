@@ -5,7 +5,18 @@
        └──── CommitFailedError: back off (commit.retry.*) ◀─────┘
 
 Each attempt re-applies the actions on the refreshed metadata (they re-validate there), reusing
-what they already wrote. A definite failure cleans up what the actions wrote; an unknown
+what they already wrote: new manifests are written once, a retry writes only a new manifest list
+(and, for actions that remove files, the rewrites of manifests it had not rewritten yet); the
+refresh takes the metadata the catalog read when it refused the swap instead of reading it again.
+
+How long to retry (``commit.retry.*``, Iceberg Java's names and defaults):
+
+    an action that can conflict    at most num-retries retries, within total-timeout-ms
+    only appends (cannot conflict) every retry that fits in total-timeout-ms: an append lands
+                                   unless the table is unreachable for that long
+    each wait                      jittered exponential backoff in [min-wait-ms, max-wait-ms]
+
+A definite failure cleans up what the actions wrote; an unknown
 outcome is resolved by checking the current pointer and the metadata log for the metadata file
 the catalog tried to install, then by looking for our snapshots in the refreshed table; if still
 unknown it is re-raised without deleting anything (the new metadata may be live).
@@ -54,8 +65,17 @@ class RetryPolicy:
 
     def wait_ms(self, retry: int) -> float:
         """Exponential backoff with full jitter in [min, min * 2^retry], capped at max."""
-        ceiling = min(self.max_wait_ms, self.min_wait_ms * (2**retry))
+        ceiling = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(retry, 40)))
         return float(random.uniform(self.min_wait_ms, max(self.min_wait_ms, ceiling)))
+
+    def may_retry(self, retries: int, elapsed_ms: float, *, until_timeout: bool) -> bool:
+        """Whether another attempt may start after ``retries`` retries and ``elapsed_ms``.
+
+        ``until_timeout``: the commit cannot conflict (appends only), so ``num_retries`` does not
+        bound it; only the total timeout does."""
+        if elapsed_ms >= self.total_timeout_ms:
+            return False
+        return until_timeout or retries < self.num_retries
 
 
 @dataclass
@@ -88,6 +108,8 @@ def commit_actions(
         _cleanup(actions, committed=False)  # a bad commit.retry.* value: nothing may stay behind
         raise
     started = time.monotonic()
+    # Appends validate nothing: retrying them can only succeed, so they retry until the timeout.
+    until_timeout = not extra_requirements and all(a.cannot_conflict for a in actions)
     current = base
     while True:
         stats.attempts += 1
@@ -108,14 +130,17 @@ def commit_actions(
                 for r in changes.requirements:
                     _add_requirement(requirements, r)
             result = catalog.commit_table(identifier, requirements, updates)
-        except CommitFailedError:
+        except CommitFailedError as e:
             elapsed_ms = (time.monotonic() - started) * 1000
-            if stats.retries >= policy.num_retries or elapsed_ms >= policy.total_timeout_ms:
+            if not policy.may_retry(stats.retries, elapsed_ms, until_timeout=until_timeout):
                 _cleanup(actions, committed=False)
+                e.context.pop("current_metadata", None)  # internal to the loop, and large
+                e.context.setdefault("attempts", stats.attempts)
                 raise
             stats.retries += 1
-            time.sleep(policy.wait_ms(stats.retries) / 1000)
-            current = catalog.load_table(identifier).metadata
+            remaining_ms = policy.total_timeout_ms - elapsed_ms
+            time.sleep(max(0.0, min(policy.wait_ms(stats.retries), remaining_ms)) / 1000)
+            current = _refreshed(catalog, identifier, e)
             continue
         except CommitStateUnknownError as e:
             if _landed(catalog, identifier, actions, e.context.get("metadata_location")):
@@ -129,6 +154,18 @@ def commit_actions(
             raise
         _cleanup(actions, committed=True)
         return result
+
+
+def _refreshed(catalog: Catalog, identifier: tuple[str, ...], error: CommitFailedError) -> TableMetadata:
+    """The table's metadata after a refused commit: the catalog attaches what it read when a
+    requirement failed (``current_metadata``), so it is not read a second time; a lost swap or
+    a catalog that attaches nothing means loading it."""
+    from icefloe.spec.table_metadata import TableMetadata
+
+    seen = error.context.get("current_metadata")
+    if isinstance(seen, TableMetadata):
+        return seen
+    return catalog.load_table(identifier).metadata
 
 
 def _add_requirement(requirements: list[TableRequirement], r: TableRequirement) -> None:

@@ -87,6 +87,9 @@ class SnapshotProducer(ABC):
     """
 
     operation: Operation
+    #: True for actions that validate nothing (appends): their commit retries until
+    #: ``commit.retry.total-timeout-ms`` rather than at most ``commit.retry.num-retries`` times
+    cannot_conflict: bool = False
 
     def __init__(
         self, io: FileIO, *, branch: str = MAIN_BRANCH, snapshot_properties: dict[str, str] | None = None
@@ -152,7 +155,9 @@ class SnapshotProducer(ABC):
         manifests = self.manifests(base, parent)
         list_path = f"{metadata_dir(base)}/snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
         self._written_manifest_lists.append(list_path)
-        write_manifest_list(
+        # v3 row lineage: the list gives unassigned data manifests row ids from next-row-id on
+        first_row_id = (base.next_row_id or 0) if base.format_version >= 3 else None
+        next_row_id = write_manifest_list(
             self.io,
             list_path,
             snapshot_id=self.snapshot_id,
@@ -160,6 +165,7 @@ class SnapshotProducer(ABC):
             sequence_number=sequence_number,
             manifests=manifests,
             format_version=base.format_version,
+            first_row_id=first_row_id,
         )
         props = self.summary(base, parent)
         props.update(self.snapshot_properties)
@@ -171,6 +177,8 @@ class SnapshotProducer(ABC):
             manifest_list=list_path,
             summary=Summary(self.operation, props),
             schema_id=base.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=None if next_row_id is None or first_row_id is None else next_row_id - first_row_id,
         )
         self.committed_snapshot = snapshot
         updates: list[MetadataUpdate] = [AddSnapshot(snapshot)]

@@ -1,7 +1,8 @@
 """Fast append: add data files in new manifests and keep every manifest of the parent as it is.
 
 It needs no validation (appending never conflicts with what others committed), so a retry only
-re-reads the parent's manifest list; the new manifests are written once.
+re-reads the parent's manifest list and writes a new one; the new manifests are written once. It
+retries until ``commit.retry.total-timeout-ms`` (``cannot_conflict``), not num-retries times.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = ["FastAppend"]
 
 class FastAppend(SnapshotProducer):
     operation = Operation.APPEND
+    cannot_conflict = True
 
     def __init__(
         self,

@@ -143,11 +143,20 @@ def test_conflict_at_commit_keeps_the_callers_files(catalog: InMemoryCatalog, wh
 
 def test_commit_failed_after_retries_keeps_the_callers_files(catalog: InMemoryCatalog, wh: Path) -> None:
     faulty = FaultInjectingCatalog(catalog)
-    make_table(catalog, **{"commit.retry.num-retries": "1"})
+    # An append retries until the total timeout (num-retries does not bound it): lose every swap.
+    make_table(
+        catalog,
+        **{
+            "commit.retry.num-retries": "1",
+            "commit.retry.min-wait-ms": "1",
+            "commit.retry.max-wait-ms": "2",
+            "commit.retry.total-timeout-ms": "100",
+        },
+    )
     t = faulty.load_table("db.t")
     mine = callers_file(t, [10], "a")
     before = files_under(wh)
-    faulty.inject(CommitFault.LOST_SWAP, CommitFault.LOST_SWAP)
+    faulty.inject(*[CommitFault.LOST_SWAP] * 10_000)
     tx = t.transaction()
     tx.append_files([mine])
     with pytest.raises(CommitFailedError):

@@ -34,7 +34,8 @@ def rows(ids: list[int], part: str) -> pa.Table:
 
 def setup(catalog: InMemoryCatalog, mode: str = "copy-on-write", level: str = "serializable") -> Table:
     catalog.create_namespace("db")
-    props = {**FAST}
+    # The checks themselves are under test: a statement must not restart past them.
+    props = {**FAST, "commit.statement-restart.max-attempts": "1"}
     for c in ("delete", "update", "merge"):
         props[f"write.{c}.mode"] = mode
         props[f"write.{c}.isolation-level"] = level
