@@ -48,11 +48,15 @@ def _parse(obj: Any) -> MappedField:
     if not isinstance(obj, Mapping) or "names" not in obj:
         raise InvalidMetadataError(f"invalid name mapping entry: {obj!r}")
     fid = obj.get("field-id")
-    return MappedField(
-        None if fid is None else int(fid),
-        tuple(str(n) for n in obj["names"]),
-        tuple(_parse(c) for c in obj.get("fields") or ()),
-    )
+    names = obj["names"]
+    children = obj.get("fields") or []
+    if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int)):
+        raise InvalidMetadataError(f"name mapping 'field-id' must be an integer: {obj!r}")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InvalidMetadataError(f"name mapping 'names' must be a list of strings: {obj!r}")
+    if not isinstance(children, list):
+        raise InvalidMetadataError(f"name mapping 'fields' must be a list: {obj!r}")
+    return MappedField(fid, tuple(names), tuple(_parse(c) for c in children))
 
 
 def parse_name_mapping(text: str | Sequence[Any]) -> tuple[MappedField, ...]:

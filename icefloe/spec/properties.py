@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from icefloe.errors import ConfigError
+from icefloe.errors import ConfigError, IcefloeError
 
 __all__ = [
     "COPY_ON_WRITE",
@@ -21,6 +21,7 @@ __all__ = [
     "WRITE_MODES",
     "bool_property",
     "check_properties",
+    "checked_property",
     "choice_property",
     "int_property",
 ]
@@ -107,12 +108,20 @@ _INTS: dict[str, int | None] = {  # key -> minimum
     "write.parquet.compression-level": None,
     "write.metadata.previous-versions-max": None,
     "write.metadata.metrics.max-inferred-column-defaults": 0,
+    "write.delete.target-file-size-bytes": 1,
+    "read.split.target-size": 1,
+    "read.split.open-file-cost": 0,
     "history.expire.max-snapshot-age-ms": 0,
     "history.expire.min-snapshots-to-keep": 1,
     "history.expire.max-ref-age-ms": 0,
 }
 _BOOLS = frozenset(
-    {"commit.manifest-merge.enabled", "gc.enabled", "write.metadata.delete-after-commit.enabled"}
+    {
+        "commit.manifest-merge.enabled",
+        "gc.enabled",
+        "write.metadata.delete-after-commit.enabled",
+        "write.wap.enabled",
+    }
 )
 _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     **{f"write.{command}.mode": (WRITE_MODES, "a write mode") for command in ("delete", "update", "merge")},
@@ -120,7 +129,38 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
         f"write.{command}.isolation-level": (ISOLATION_LEVELS, "an isolation level")
         for command in ("delete", "update", "merge")
     },
+    "write.parquet.compression-codec": (
+        ("zstd", "snappy", "gzip", "lz4", "brotli", "uncompressed", "none"),
+        "a Parquet compression codec",
+    ),
+    "write.distribution-mode": (("none", "hash", "range"), "a distribution mode"),
 }
+#: properties whose values are metrics modes: ``none``, ``counts``, ``truncate(N)``, ``full``
+_METRICS_MODES = ("write.metadata.metrics.default",)
+#: per-column families ``<prefix><column name>``, by kind
+_PREFIXES: dict[str, str] = {
+    "write.metadata.metrics.column.": "metrics",
+    "write.parquet.stats-enabled.column.": "bool",
+    "write.parquet.bloom-filter-enabled.column.": "bool",
+}
+#: read as they are (locations): any text but an empty one
+_LOCATIONS = frozenset(
+    {"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"}
+)
+NAME_MAPPING = "schema.name-mapping.default"
+
+
+def checked_property(key: str) -> bool:
+    """Whether a value of ``key`` is checked when it is set (tests list every property read)."""
+    return (
+        key in _INTS
+        or key in _BOOLS
+        or key in _CHOICES
+        or key in _METRICS_MODES
+        or key in _LOCATIONS
+        or key == NAME_MAPPING
+        or any(key.startswith(prefix) for prefix in _PREFIXES)
+    )
 
 
 def check_properties(updates: Mapping[str, str]) -> None:
@@ -135,3 +175,31 @@ def check_properties(updates: Mapping[str, str]) -> None:
         elif key in _CHOICES:
             choices, what = _CHOICES[key]
             choice_property(one, key, choices[0], choices, what=what)
+        elif key in _METRICS_MODES or _PREFIXES.get(_prefix(key)) == "metrics":
+            _check_metrics_mode(key, value)
+        elif _PREFIXES.get(_prefix(key)) == "bool":
+            bool_property(one, key, False)
+        elif key in _LOCATIONS and not value.strip():
+            raise ConfigError(
+                f"table property {key} is empty", hint="give a location, or unset it", property=key
+            )
+        elif key == NAME_MAPPING:
+            from icefloe.arrow._name_mapping import parse_name_mapping
+
+            try:
+                parse_name_mapping(value)
+            except IcefloeError as e:
+                raise ConfigError(f"table property {key}: {e.message}", hint=e.hint, property=key) from None
+
+
+def _prefix(key: str) -> str:
+    return next((p for p in _PREFIXES if key.startswith(p)), "")
+
+
+def _check_metrics_mode(key: str, value: str) -> None:
+    from icefloe.arrow.metrics import parse_metrics_mode
+
+    try:
+        parse_metrics_mode(value)
+    except ConfigError as e:
+        raise ConfigError(f"table property {key}: {e.message}", hint=e.hint, property=key) from None
