@@ -17,6 +17,15 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("ICEFLOE_ORACLE_REF", os.path.expanduser("~/.cache/icefloe-oracle/ref-tables"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # The differential read harness's options (tests/differential/conftest.py), registered here so
+    # that they work in any run, the whole suite's included; ICEFLOE_DIFF_* work everywhere too.
+    group = parser.getgroup("icefloe differential reads")
+    group.addoption("--seed", type=int, default=None, help="differential reads: run seed")
+    group.addoption("--cases", type=int, default=None, help="differential reads: cases per test")
+    group.addoption("--case", type=int, default=None, help="differential reads: only this case")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     ref = Path(os.environ["ICEFLOE_ORACLE_REF"])
     if os.environ.get("ICEFLOE_REQUIRE_ORACLE") == "1" and not (ref / "index.json").is_file():

@@ -6,7 +6,8 @@ column's Arrow type. Every predicate is made two-valued the way Iceberg evaluate
 :mod:`icefloe.expressions._base`): comparisons, ``=``, ``in`` and starts-with are false on null,
 so ``!=``, ``not in`` and not-starts-with are true on null; NaN compares false except ``!=``; NOT is
 pushed into the predicates first. Arrow's own three-valued logic would otherwise drop rows that
-Iceberg keeps (``x != 5`` with x null).
+Iceberg keeps (``x != 5`` with x null). ``in`` and ``not in`` treat -0.0 and 0.0 as equal, like
+``=`` and ``!=``.
 """
 
 from __future__ import annotations
@@ -88,7 +89,13 @@ class _ToArrow(BoundExpressionVisitor[pc.Expression]):
 
     def _value_set(self, ref: BoundReference, values: frozenset[Any]) -> pa.Array:
         t = ref.field_type
-        return pa.array([_arrow_value(t, v) for v in values], type=_arrow_type(t))
+        items = [_arrow_value(t, v) for v in values]
+        if isinstance(t, FloatType | DoubleType) and 0.0 in values:
+            # is_in hashes bit patterns, so -0.0 and 0.0 differ there, while Iceberg's `=` (and
+            # Arrow's `equal`, and the Python set the literals came in, which kept one of them)
+            # has -0.0 = 0.0: look for both zeros.
+            items += [0.0, -0.0]
+        return pa.array(items, type=_arrow_type(t))
 
     # A predicate that Arrow makes null on null input becomes false (or true for negations).
     @staticmethod

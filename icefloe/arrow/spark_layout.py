@@ -83,15 +83,46 @@ def _needs_work(t: IcebergType) -> bool:
     return False
 
 
+def _needs_work_for_spark(t: IcebergType) -> bool:
+    """:func:`_needs_work`, or a struct with a required field somewhere: that field holds nulls
+    where the struct is null (or where flatten() folded a parent's nulls in), which a cast to its
+    non-nullable Spark field refuses."""
+    if isinstance(t, StructType):
+        return any(f.required or _needs_work_for_spark(f.field_type) for f in t.fields)
+    if isinstance(t, ListType):
+        return _needs_work_for_spark(t.element_type)
+    if isinstance(t, MapType):
+        return _needs_work_for_spark(t.key_type) or _needs_work_for_spark(t.value_type)
+    return _needs_work(t)
+
+
 def _null_mask(arr: pa.Array) -> pa.Array | None:
     return arr.is_null() if arr.null_count else None
+
+
+def _without_validity(arr: pa.Array) -> pa.Array:
+    """``arr`` with no value null: the values of a required field, whose nulls can only sit under
+    a null parent (where no reader looks), keep what their slots hold."""
+    if not arr.null_count:
+        return arr
+    t = arr.type
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        children = [arr.field(i) for i in range(t.num_fields)]
+        children = [c if fields[i].nullable else _without_validity(c) for i, c in enumerate(children)]
+        return pa.StructArray.from_arrays(children, fields=fields)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, arr.items, type=t)
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(arr.offsets, arr.values, type=t)
+    return pa.Array.from_buffers(t, len(arr), [None, *arr.buffers()[1:]], offset=arr.offset)
 
 
 # --------------------------------------------------------------------------- table -> Spark
 
 
 def _to_spark(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
-    if not _needs_work(t):
+    if not _needs_work_for_spark(t):
         return arr.cast(target, safe=False)  # safe=False: timestamp_ns is truncated to micros
     if isinstance(t, UUIDType):
         return uuid_bytes_to_text(arr)
@@ -100,10 +131,12 @@ def _to_spark(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
     if isinstance(t, StructType):
         # flatten() folds the struct's nulls into its children, whose slots there hold garbage.
         flat = arr.flatten()
-        children = [_to_spark(flat[i], f.field_type, target.field(i).type) for i, f in enumerate(t.fields)]
-        return pa.StructArray.from_arrays(
-            children, fields=[target.field(i) for i in range(target.num_fields)], mask=_null_mask(arr)
-        )
+        fields = [target.field(i) for i in range(target.num_fields)]
+        children = [_to_spark(flat[i], f.field_type, fields[i].type) for i, f in enumerate(t.fields)]
+        # A required child is null (now) where the struct is: Arrow refuses to view nulls as a
+        # non-nullable field, so those slots keep whatever value they hold instead.
+        children = [c if fields[i].nullable else _without_validity(c) for i, c in enumerate(children)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=_null_mask(arr))
     if isinstance(t, ListType):
         values = _to_spark(arr.values, t.element_type, target.value_type)
         return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=_null_mask(arr))

@@ -500,6 +500,11 @@ def write_data_files(
     """
     schema = schema if schema is not None else metadata.schema()
     spec = spec if spec is not None else metadata.spec()
+    if any(schema.find_field_or_none(f.source_id) is None for f in spec.fields):
+        # Rows rewritten from a file of an older spec whose source column was dropped since:
+        # that spec cannot partition them any more, so they go to the current spec (the spec
+        # Iceberg Java's writers always use).
+        spec = metadata.spec()
     options = _options(metadata, target_file_size_bytes)
     input_schema, batches = _batches(data)
     if input_schema is not None:

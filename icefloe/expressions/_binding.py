@@ -4,6 +4,15 @@ Binding also decides predicates that the schema alone settles, the way Iceberg J
 does: ``is null`` on a column that can never be null is false, an int literal beyond the
 column's range makes ``<``/``>``/``=`` constant, ``in`` with one value becomes ``=``, and an empty
 ``in`` is false. Everything a user can get wrong raises :class:`ExpressionError` naming the column.
+
+A predicate under NOT is decided by its negation, since that is what NOT means (see
+:mod:`icefloe.expressions._base`): ``i < 2**40`` on an int column binds to ``i is not null``, whose
+negation would keep the null rows, while ``not (i < 2**40)`` means ``i >= 2**40``, which no row
+satisfies; so under NOT it binds to the negation of what ``i >= 2**40`` binds to.
+
+A float literal beyond float32's range is not a constant: float columns hold infinities, and NaN
+and null fail every comparison. ``f < 1e39`` binds to ``f <= 3.4028235e38`` (every finite value
+and -inf), ``f > 1e39`` to ``f > 3.4028235e38`` (+inf only), and likewise below the minimum.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from icefloe.expressions._base import (
     StartsWith,
     UnaryPredicate,
 )
-from icefloe.expressions._literals import ABOVE_MAX, OutOfRange, to_internal
+from icefloe.expressions._literals import ABOVE_MAX, FLOAT32_MAX, OutOfRange, to_internal
 from icefloe.expressions._tree import map_predicates, rebuild
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import DoubleType, FloatType, IntegerType, LongType, PrimitiveType, StringType
@@ -89,7 +98,13 @@ def bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -
         predicates += 1
         return _bind_predicate(schema, pred, resolve(pred.term))
 
-    result = rebuild(expr, bind_predicate)
+    def bind_negated(pred: Predicate) -> BooleanExpression:
+        # Under NOT: whatever `not result` is, it must be the negation bound (see the module).
+        negation = pred.negate()
+        bound = bind_predicate(negation)  # type: ignore[arg-type]  # a predicate's negation is one
+        return pred if bound is negation else bound.negate()
+
+    result = rebuild(expr, bind_predicate, negated_leaf=bind_negated)
     if isinstance(result, And | Or | Not):
         object.__setattr__(result, "_bound_columns", tuple({id(r): r for r in resolved.values()}.values()))
     if predicates >= _REMEMBERED_BINDING and isinstance(expr, And | Or | Not) and result is not expr:
@@ -213,6 +228,8 @@ def _bind_literal(ref: BoundReference, pred: LiteralPredicate) -> BooleanExpress
                 column=ref.name,
             )
     value = _convert(ref, pred.literal)
+    if isinstance(value, OutOfRange) and isinstance(ref.field_type, FloatType):
+        return _float_beyond(ref, pred, value)
     if isinstance(value, OutOfRange):
         # Every non-null value is below ABOVE_MAX (above BELOW_MIN). Null values fail <, >, =
         # but pass !=, so != keeps the null check rather than becoming AlwaysTrue.
@@ -225,6 +242,19 @@ def _bind_literal(ref: BoundReference, pred: LiteralPredicate) -> BooleanExpress
     if value is pred.literal:
         return pred if pred.term is ref else pred.with_term(ref)
     return type(pred)(ref, value)
+
+
+def _float_beyond(ref: BoundReference, pred: LiteralPredicate, value: OutOfRange) -> BooleanExpression:
+    """A comparison of a float column with a finite literal beyond float32's range, as the
+    comparison with the largest finite float32 that has the same result for every value."""
+    if isinstance(pred, EqualTo):
+        return AlwaysFalse()
+    if isinstance(pred, NotEqualTo):
+        return AlwaysTrue()
+    below = isinstance(pred, LessThan | LessThanOrEqual)
+    if value is ABOVE_MAX:
+        return LessThanOrEqual(ref, FLOAT32_MAX) if below else GreaterThan(ref, FLOAT32_MAX)
+    return LessThan(ref, -FLOAT32_MAX) if below else GreaterThanOrEqual(ref, -FLOAT32_MAX)
 
 
 def _bind_set(ref: BoundReference, pred: SetPredicate) -> BooleanExpression:

@@ -6,7 +6,8 @@ cannot change a result:
 - int/long take ints (not bools); a value outside the column's range converts to
   :data:`ABOVE_MAX` / :data:`BELOW_MIN` so that binding can decide the predicate outright.
 - float/double take ints, floats and Decimals; float columns round to float32 like Java does
-  (values beyond float32's range become ABOVE_MAX / BELOW_MIN).
+  (finite values beyond float32's range become ABOVE_MAX / BELOW_MIN, which binding turns into
+  comparisons with the largest finite float32: the column also holds infinities).
 - decimal(P, S) takes Decimal, int, str and float only when the value is exact at scale S
   (1.5 binds to decimal(9, 2) as 1.50; 1.005 does not) and fits P digits.
 - date takes ``date`` objects, ISO ``YYYY-MM-DD`` strings and ints (days since the epoch);
@@ -49,7 +50,7 @@ from icefloe.spec.types import (
     UUIDType,
 )
 
-__all__ = ["ABOVE_MAX", "BELOW_MIN", "OutOfRange", "to_internal"]
+__all__ = ["ABOVE_MAX", "BELOW_MIN", "FLOAT32_MAX", "OutOfRange", "to_internal"]
 
 
 class OutOfRange:
@@ -67,7 +68,8 @@ BELOW_MIN: Final = OutOfRange("BELOW_MIN")
 
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _US_PER_DAY = 86_400_000_000
-_FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+FLOAT32_MAX: Final[float] = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+"""The largest finite float32 value."""
 _DECIMAL_CONTEXT = decimal.Context(prec=100)
 _TIMESTAMP = re.compile(
     r"(?P<y>[+-]?\d{4,6})-(?P<mo>\d{2})-(?P<d>\d{2})"
@@ -100,9 +102,9 @@ def _int_in_range(value: int, lo: int, hi: int) -> int | OutOfRange:
 def _to_float32(value: float) -> float | OutOfRange:
     if value != value:  # NaN survives the round trip unchanged
         return value
-    if value > _FLOAT32_MAX and value != float("inf"):
+    if value > FLOAT32_MAX and value != float("inf"):
         return ABOVE_MAX
-    if value < -_FLOAT32_MAX and value != float("-inf"):
+    if value < -FLOAT32_MAX and value != float("-inf"):
         return BELOW_MIN
     rounded: float = struct.unpack("<f", struct.pack("<f", value))[0]
     return rounded

@@ -65,23 +65,36 @@ def check_depth(expr: BooleanExpression) -> BooleanExpression:
 ChainRewrite = Callable[[type[And | Or], list[BooleanExpression]], list[BooleanExpression]]
 
 
+# A marker on rebuild()'s stack: the subtree under a NOT is done, flip the parity back.
+_FLIP = object()
+
+
 def rebuild(
     expr: BooleanExpression,
     leaf: Callable[[Predicate], BooleanExpression],
     chain: ChainRewrite | None = None,
+    negated_leaf: Callable[[Predicate], BooleanExpression] | None = None,
 ) -> BooleanExpression:
     """``expr`` with every predicate replaced by ``leaf(predicate)``, every and/or chain rebuilt
     balanced and simplified (:func:`and_`, :func:`or_`) after ``chain`` rewrote its operands,
     double negations cancelled and NOT of a constant folded. :class:`ExpressionError` if the
-    result is deeper than :data:`MAX_DEPTH`."""
+    result is deeper than :data:`MAX_DEPTH`.
+
+    With ``negated_leaf``, a predicate under an odd number of NOTs is replaced by
+    ``negated_leaf(predicate)`` instead (binding decides a predicate under NOT by its negation,
+    see :mod:`icefloe.expressions._binding`)."""
     if isinstance(expr, Predicate):
         return leaf(expr)
     out: list[BooleanExpression] = []
+    negated = False
     # Each entry is a node to expand, or (node, its operands, whether it can be kept) once its
-    # operands are queued.
+    # operands are queued, or _FLIP once the subtree under a NOT is expanded.
     stack: list[Any] = [expr]
     while stack:
         item = stack.pop()
+        if item is _FLIP:
+            negated = not negated
+            continue
         kind = type(item)
         if kind is tuple:
             node, originals, keepable = item
@@ -115,11 +128,15 @@ def rebuild(
             stack.extend(reversed(operands))
         elif kind is Not:
             stack.append((item, [item.child], True))
+            if negated_leaf is not None:
+                # The child's subtree is expanded (above the marker) with the parity flipped.
+                stack.append(_FLIP)
+                negated = not negated
             stack.append(item.child)
         elif kind is AlwaysTrue or kind is AlwaysFalse:
             out.append(item)
         elif isinstance(item, Predicate):
-            out.append(leaf(item))
+            out.append(negated_leaf(item) if negated and negated_leaf is not None else leaf(item))
         else:
             raise ExpressionError(f"{item!r} is not a boolean expression")
     return out[0]

@@ -18,7 +18,7 @@ from typing import Any
 
 from icefloe.errors import InvalidMetadataError, PartitionSpecError, SchemaError
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import NestedField, PrimitiveType, StructType
+from icefloe.spec.types import IcebergType, IntegerType, NestedField, PrimitiveType, StructType
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -41,6 +41,11 @@ __all__ = [
     "build_partition_spec",
     "url_encode",
 ]
+
+# Transforms whose partition values are ints whatever the source column's type.
+_INT_RESULTS = frozenset(
+    {TransformKind.BUCKET, TransformKind.YEAR, TransformKind.MONTH, TransformKind.DAY, TransformKind.HOUR}
+)
 
 PARTITION_DATA_ID_START = 1000
 """The first partition field id; an unpartitioned table has last-partition-id 999."""
@@ -78,6 +83,9 @@ class PartitionSpec:
     def __init__(self, *fields: PartitionField, spec_id: int = 0) -> None:
         self.fields: tuple[PartitionField, ...] = tuple(fields)
         self.spec_id = spec_id
+        # Types of source columns that the table's current schema no longer has (an older spec
+        # whose source column was dropped since): see with_dropped_source_types.
+        self._dropped_source_types: dict[int, PrimitiveType] = {}
         seen_ids: set[int] = set()
         seen_names: set[str] = set()
         for f in self.fields:
@@ -131,8 +139,34 @@ class PartitionSpec:
     def identity_source_ids(self) -> set[int]:
         return {f.source_id for f in self.fields if f.transform.is_identity}
 
+    def with_dropped_source_types(self, schema: Schema, history: Iterable[Schema]) -> PartitionSpec:
+        """This spec, knowing the types its source columns missing from ``schema`` (the table's
+        current schema) had in the table's ``history`` of schemas, newest first.
+
+        Iceberg lets a column be dropped when only an older spec uses it (Iceberg Java then sees
+        the source as of unknown type). The files written under that spec keep their partition
+        values, so reading and planning them needs the partition type: field ids are never
+        reused, so the newest earlier schema holding the id gives the type the values were
+        written with. Returns ``self`` when every source column is in ``schema``."""
+        missing = {f.source_id for f in self.fields if schema.find_field_or_none(f.source_id) is None}
+        if not missing:
+            return self
+        found: dict[int, PrimitiveType] = {}
+        for old in history:
+            for source_id in missing - found.keys():
+                field = old.find_field_or_none(source_id)
+                if field is not None and isinstance(field.field_type, PrimitiveType):
+                    found[source_id] = field.field_type
+        if not found:
+            return self
+        spec = PartitionSpec(*self.fields, spec_id=self.spec_id)
+        spec._dropped_source_types = found
+        return spec
+
     def with_spec_id(self, spec_id: int) -> PartitionSpec:
-        return PartitionSpec(*self.fields, spec_id=spec_id)
+        spec = PartitionSpec(*self.fields, spec_id=spec_id)
+        spec._dropped_source_types = self._dropped_source_types
+        return spec
 
     def compatible_with(self, other: PartitionSpec) -> bool:
         """Same source columns, transforms and names in the same order; field ids and spec ids
@@ -156,8 +190,12 @@ class PartitionSpec:
         every field optional."""
         out = []
         for f in self.fields:
-            source_type = _source_type(schema, f)
-            out.append(NestedField(f.field_id, f.name, f.transform.result_type(source_type), False))
+            result: IcebergType
+            if f.transform.kind in _INT_RESULTS and schema.find_field_or_none(f.source_id) is None:
+                result = IntegerType()  # whatever the dropped source column's type was
+            else:
+                result = f.transform.result_type(_source_type(schema, f, self._dropped_source_types))
+            out.append(NestedField(f.field_id, f.name, result, False))
         return StructType(*out)
 
     def partition_path(self, values: Sequence[Any], schema: Schema) -> str:
@@ -170,7 +208,7 @@ class PartitionSpec:
             )
         parts = []
         for f, value in zip(self.fields, values, strict=True):
-            text = f.transform.to_human_string(_source_type(schema, f), value)
+            text = f.transform.to_human_string(_source_type(schema, f, self._dropped_source_types), value)
             parts.append(f"{url_encode(f.name)}={url_encode(text)}")
         return "/".join(parts)
 
@@ -232,10 +270,14 @@ def url_encode(text: str) -> str:
 # --------------------------------------------------------------------------- checks
 
 
-def _source_type(schema: Schema, f: PartitionField) -> PrimitiveType:
+def _source_type(
+    schema: Schema, f: PartitionField, dropped: dict[int, PrimitiveType] | None = None
+) -> PrimitiveType:
     try:
         t = schema.find_type(f.source_id)
     except SchemaError:
+        if dropped and f.source_id in dropped:
+            return dropped[f.source_id]
         raise PartitionSpecError(
             f"partition field {f.name!r} refers to source column id {f.source_id}, which is not in "
             "the schema",

@@ -693,9 +693,9 @@ class SchemaEvolution:
     # ------------------------------------------------------------------ against the table
     def check_table(self, metadata: TableMetadata, new: Schema) -> None:
         """Refuse a new schema that the table's current partition spec or sort order cannot use
-        (Java fails the commit then), a date -> timestamp promotion of a column whose partition
-        values would change, and (stricter than Java, until icefloe's planner can read them)
-        deleting a column that an older partition spec uses."""
+        (Java fails the commit then) and a date -> timestamp promotion of a column whose partition
+        values would change. Like Java, a column that only older partition specs use may be
+        deleted (their files keep being read: ``PartitionSpec.with_dropped_source_types``)."""
         old = self.base
         for pf in metadata.spec().fields:
             if pf.transform.is_void:
@@ -708,17 +708,6 @@ class SchemaEvolution:
         for spec in metadata.partition_specs:
             for pf in spec.fields:
                 before, after = old.find_field_or_none(pf.source_id), new.find_field_or_none(pf.source_id)
-                if before is not None and after is None and not pf.transform.is_void:
-                    # Java allows this (it checks the current spec only), but icefloe's planner
-                    # cannot read the files of a spec whose source column is gone yet
-                    name = old.column_name(pf.source_id)
-                    raise _incompatible(
-                        f"cannot delete column {name!r}: partition field {pf.name!r} of the older "
-                        f"partition spec {spec.spec_id} uses it, and icefloe cannot yet read data "
-                        "files of a spec whose source column is gone",
-                        name,
-                        "keep the column (Iceberg Java would allow deleting it)",
-                    )
                 if (
                     before is not None
                     and after is not None

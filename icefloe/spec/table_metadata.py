@@ -83,6 +83,14 @@ class TableMetadata:
 
     def __post_init__(self) -> None:
         _validate(self)
+        # Older specs may use columns dropped since: they learn the types those had (the files
+        # written under them hold partition values of those types).
+        current = self.schemas_by_id[self.current_schema_id]
+        newest_first = sorted(self.schemas, key=lambda s: s.schema_id, reverse=True)
+        specs = tuple(s.with_dropped_source_types(current, newest_first) for s in self.partition_specs)
+        if any(a is not b for a, b in zip(specs, self.partition_specs, strict=True)):
+            object.__setattr__(self, "partition_specs", specs)
+            self.__dict__.pop("specs_by_id", None)
 
     # ------------------------------------------------------------------ indexes
     @cached_property

@@ -6,6 +6,10 @@ B. Appending a null struct whose required fields have no placeholder value of th
    decimal, uuid) raised ArrowInvalid/ArrowNotImplementedError.
 F. An equality delete on a column dropped later made every read fail with SchemaError: the delete
    still applies (the data files keep the column by id), and reads must honour it.
+K. The batches handed to Spark for a null struct with a required field held nulls in that
+   non-nullable field (flatten() folds the struct's nulls into its children): an invalid batch,
+   which Arrow refuses to cast to its own schema ("nulls in input cannot be viewed as
+   non-nullable").
 """
 
 from __future__ import annotations
@@ -510,3 +514,53 @@ def test_equality_delete_without_field_ids_on_a_dropped_column_fails_clearly(cat
     default_delete_loader().clear()
     with pytest.raises(SchemaError, match="compares field id"):
         _rows(t.refresh())
+
+
+# --------------------------------------------------------------------------- K: Spark layout
+
+
+def test_spark_batch_of_a_null_struct_with_required_fields_is_valid() -> None:
+    from icefloe.arrow.spark_layout import to_spark_batch
+
+    schema = Schema(
+        NestedField(
+            1,
+            "c",
+            StructType(
+                NestedField(2, "u", UUIDType(), False),
+                NestedField(3, "d", DecimalType(1, 1), True),
+                NestedField(4, "inner", StructType(NestedField(5, "i", IntegerType(), True)), True),
+            ),
+            False,
+        )
+    )
+    arrow_type = schema_to_arrow(schema).field("c").type
+    u_type, d_field, inner_field = arrow_type.field(0).type, arrow_type.field(1), arrow_type.field(2)
+    u = pa.ExtensionArray.from_storage(u_type, pa.array([b"\0" * 16, uuid.UUID(int=7).bytes], pa.binary(16)))
+    d = pa.array([None, Decimal("0.1")], d_field.type)
+    inner = pa.StructArray.from_arrays(
+        [pa.array([None, 3], pa.int32())], fields=[inner_field.type.field(0)], mask=pa.array([True, False])
+    )
+    c = pa.StructArray.from_arrays(
+        [u, d, inner], fields=[arrow_type.field(0), d_field, inner_field], mask=pa.array([True, False])
+    )
+    batch = pa.RecordBatch.from_arrays([c], schema=schema_to_arrow(schema))
+    target = pa.schema(
+        [
+            pa.field(
+                "c",
+                pa.struct(
+                    [
+                        pa.field("u", pa.string()),
+                        pa.field("d", pa.decimal128(1, 1), False),
+                        pa.field("inner", pa.struct([pa.field("i", pa.int32(), False)]), False),
+                    ]
+                ),
+            )
+        ]
+    )
+    out = to_spark_batch(batch, schema, target)
+    assert out.schema == target
+    # What PySpark does with the batches: cast them to the schema they declare.
+    rows = pa.Table.from_batches([out]).cast(target).to_pylist()
+    assert rows == [{"c": None}, {"c": {"u": str(uuid.UUID(int=7)), "d": Decimal("0.1"), "inner": {"i": 3}}}]

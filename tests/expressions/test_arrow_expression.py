@@ -223,3 +223,31 @@ def test_datetime_literals() -> None:
     table = _to_arrow(rows)
     e = to_arrow_expression(GreaterThan("ts", dt.datetime(1970, 1, 2)), SCHEMA)
     assert table.filter(e).num_rows == 1
+
+
+# The differential harness found that `in` / `not in` of several values with a zero among them
+# kept only one of -0.0 and 0.0: pyarrow's is_in hashes bit patterns, Iceberg has -0.0 = 0.0.
+_ZEROS = Schema(NestedField(1, "f", FloatType()), NestedField(2, "d", DoubleType()))
+
+
+@pytest.mark.parametrize("column", ["f", "d"])
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("{c} in (0.0, 7.0)", [0, 1, 3]),
+        ("{c} in (-0.0, 7.0)", [0, 1, 3]),
+        ("{c} not in (0.0, 7.0)", [2, 4, 5]),
+        ("{c} not in (-0.0, 7.0, 1.0)", [4, 5]),
+    ],
+)
+def test_in_of_several_values_treats_both_zeros_as_equal(column: str, text: str, kept: list[int]) -> None:
+    values = [-0.0, 0.0, 1.0, 7.0, None, math.nan]
+    table = pa.Table.from_pylist([{"f": v, "d": v} for v in values], schema=schema_to_arrow(_ZEROS))
+    where = text.format(c=column)
+    keep = expression_evaluator(_ZEROS.as_struct(), bind(_ZEROS, parse(where)))
+    assert [n for n, v in enumerate(values) if keep((v, v))] == kept
+    by_mask = [n for n, k in enumerate(arrow_mask(parse(where), _ZEROS)(table).to_pylist()) if k]
+    numbered = table.append_column("n", pa.array(range(len(values))))
+    by_expression = numbered.filter(to_arrow_expression(parse(where), _ZEROS)).column("n").to_pylist()
+    assert by_mask == kept, where
+    assert by_expression == kept, where

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from icefloe.expressions import (
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     EqualTo,
     GreaterThan,
@@ -29,6 +30,7 @@ from icefloe.expressions import (
     NotIn,
     NotNull,
     NotStartsWith,
+    Or,
     StartsWith,
     bind,
     parse,
@@ -77,12 +79,21 @@ def _strict(source_type: IcebergType, transform: str, expr: BooleanExpression) -
         (IntegerType(), "bucket[16]", NotEqualTo("x", 34), AlwaysTrue(), NotEqualTo("p", 3)),
         (IntegerType(), "bucket[16]", LessThan("x", 34), AlwaysTrue(), AlwaysFalse()),
         (IntegerType(), "bucket[16]", IsNull("x"), IsNull("p"), IsNull("p")),
-        (IntegerType(), "truncate[10]", LessThan("x", 10), LessThanOrEqual("p", 0), LessThan("p", 10)),
+        # Java's rules, plus the partition 2147483646 that Java's int arithmetic gives the values
+        # within 10 of the minimum (truncate[10] of -2147483648 wraps around): kept where `x < 10`
+        # may hold for its rows, and never claimed by a strict projection of `x > 9`.
+        (
+            IntegerType(),
+            "truncate[10]",
+            LessThan("x", 10),
+            Or(LessThanOrEqual("p", 0), EqualTo("p", 2147483646)),
+            LessThan("p", 10),
+        ),
         (
             IntegerType(),
             "truncate[10]",
             LessThanOrEqual("x", 10),
-            LessThanOrEqual("p", 10),
+            Or(LessThanOrEqual("p", 10), EqualTo("p", 2147483646)),
             LessThan("p", 10),
         ),
         (
@@ -90,14 +101,14 @@ def _strict(source_type: IcebergType, transform: str, expr: BooleanExpression) -
             "truncate[10]",
             GreaterThan("x", 9),
             GreaterThanOrEqual("p", 10),
-            GreaterThan("p", 0),
+            And(GreaterThan("p", 0), NotEqualTo("p", 2147483646)),
         ),
         (
             IntegerType(),
             "truncate[10]",
             GreaterThanOrEqual("x", 10),
             GreaterThanOrEqual("p", 10),
-            GreaterThan("p", 0),
+            And(GreaterThan("p", 0), NotEqualTo("p", 2147483646)),
         ),
         (IntegerType(), "truncate[10]", EqualTo("x", 15), EqualTo("p", 10), AlwaysFalse()),
         (IntegerType(), "truncate[10]", NotEqualTo("x", 15), AlwaysTrue(), NotEqualTo("p", 10)),

@@ -280,27 +280,16 @@ def _leaves(expr: BooleanExpression) -> list[BooleanExpression]:
     return [expr]
 
 
-def _arrow_in_with_zero(bound: BooleanExpression) -> bool:
-    """Whether ``bound`` holds an in / not in of several values, a zero among them: pyarrow's
-    ``is_in`` (under table.scan) hashes -0.0 and 0.0 apart, while icefloe's semantics, its row
-    evaluator, its metrics and Arrow's own ``=`` (a one-value in) have -0.0 = 0.0. See
-    /tmp/diffwork/rep_zero.py; icefloe/arrow/expression.py is not this file's to fix."""
-    return any(isinstance(p, In | NotIn) and any(v == 0.0 for v in p.literals) for p in _leaves(bound))
-
-
-def _float_rows(table: Any, where: str | BooleanExpression) -> tuple[list[int], bool]:
+def _float_rows(table: Any, where: str | BooleanExpression) -> list[int]:
     """The ids icefloe's semantics keep, by its row evaluator over every row of a FLOATS table,
-    checked against table.scan; and whether icefloe's Arrow reader (table.scan, the data source)
-    keeps them too, which it does but for the divergence above."""
+    checked against table.scan (whose Arrow filter must agree, -0.0 = 0.0 in `in` included)."""
     schema = table.schema()
     bound = bind(schema, parse(where) if isinstance(where, str) else where)
     keep = expression_evaluator(schema.as_struct(), bound)
     rows = table.scan().to_arrow().to_pylist()
     expected = sorted(r["id"] for r in rows if keep((r["id"], r["f"], r["d"])))
-    arrow_agrees = not _arrow_in_with_zero(bound)
-    if arrow_agrees:
-        assert _expected(table, where) == expected, str(where)
-    return expected, arrow_agrees
+    assert _expected(table, where) == expected, str(where)
+    return expected
 
 
 def test_fast_path_comparisons_are_false_for_nan(spark: Any, spark_catalog: Any, table_name: str) -> None:
@@ -315,7 +304,7 @@ def test_fast_path_comparisons_are_false_for_nan(spark: Any, spark_catalog: Any,
         GreaterThanOrEqual("d", -INF),
     ]
     for where in wheres:
-        assert _float_rows(t, where) == ([2], True)
+        assert _float_rows(t, where) == [2]
         assert _ids(icefloe.spark.read(spark, table_name, where=where, engine="parquet")) == [2], where
     assert _ids(icefloe.spark.read(spark, table_name, where="not (f <= 1)", engine="parquet")) == []
     assert _ids(icefloe.spark.read(spark, table_name, where="d != 1", engine="parquet")) == [1]
@@ -343,8 +332,8 @@ def test_parquet_statistics_and_dictionaries_drop_no_rows(
             f"{c} != 0.0",
             f"{c} < 6",
         ]:
-            expected, arrow_agrees = _float_rows(t, where)
-            for engine in ("parquet", "source") if arrow_agrees else ("parquet",):
+            expected = _float_rows(t, where)
+            for engine in ("parquet", "source"):
                 got = _ids(icefloe.spark.read(spark, table_name, where=where, engine=engine))
                 assert got == expected, (engine, where)
 
@@ -414,7 +403,7 @@ def _filters(draw: hs.DrawFn) -> BooleanExpression:
 @settings(max_examples=50, deadline=None)
 @given(where=_filters())
 def test_float_filters_match_table_scan(spark: Any, float_table: Any, where: BooleanExpression) -> None:
-    expected, arrow_agrees = _float_rows(float_table, where)
-    for engine in ("parquet", "source") if arrow_agrees else ("parquet",):
+    expected = _float_rows(float_table, where)
+    for engine in ("parquet", "source"):
         got = _ids(icefloe.spark.read(spark, float_table, columns=["id"], where=where, engine=engine))
         assert got == expected, (engine, str(where))

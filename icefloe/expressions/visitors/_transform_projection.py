@@ -8,9 +8,11 @@ inclusive and ``AlwaysFalse`` for strict. The rules are Iceberg Java's:
 - identity keeps the predicate; void has no projection.
 - bucket projects ``=``/``in`` inclusively and ``!=``/``not in`` strictly.
 - truncate of ints and decimals turns open bounds into closed ones before truncating (inclusive
-  ``x < 10`` becomes ``p <= truncate(9)``); truncate of strings/binary keeps ranges closed
-  (inclusive) or open (strict), and handles ``starts with`` by comparing the prefix's length with
-  the width.
+  ``x < 10`` becomes ``p <= truncate(9)``), with two corrections (:class:`_NumberTruncation`):
+  bounds are truncated exactly, in Python ints, so that no projected literal wraps around or fails
+  to bind; and the partitions that Iceberg Java's int/long arithmetic wraps around are kept where
+  their rows may match. Truncate of strings/binary keeps ranges closed (inclusive) or open
+  (strict), and handles ``starts with`` by comparing the prefix's length with the width.
 - year/month/day/hour work like integer truncation, then widen (inclusive) or narrow (strict)
   by one around negative partition values: Java writers before 1.0 rounded pre-epoch values
   toward zero instead of down, so a row that belongs in negative partition ``v`` may sit in
@@ -29,26 +31,43 @@ from functools import lru_cache
 from typing import Any
 
 from icefloe.expressions._base import (
+    AlwaysFalse,
+    AlwaysTrue,
     BooleanExpression,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
     In,
     IsNaN,
+    IsNull,
     LessThan,
     LessThanOrEqual,
     LiteralPredicate,
     NotEqualTo,
     NotIn,
     NotNaN,
+    NotNull,
     NotStartsWith,
+    Or,
     Predicate,
     Reference,
     SetPredicate,
     StartsWith,
     UnaryPredicate,
+    and_,
+    or_,
 )
-from icefloe.spec.types import BinaryType, DecimalType, FixedType, IcebergType, StringType
+from icefloe.spec.types import (
+    BinaryType,
+    DecimalType,
+    FixedType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+)
+from icefloe.transforms._decimal import from_unscaled, unscaled
+from icefloe.transforms.truncate import wrap_signed
 
 __all__ = ["project_inclusive", "project_strict"]
 
@@ -109,11 +128,192 @@ def _is_array_type(t: IcebergType) -> bool:
     return isinstance(t, StringType | BinaryType | FixedType)
 
 
+# ---------------------------------------------------------------------------------- truncate
+
+
+_LiteralOp = type[LiteralPredicate]
+
+
+class _NumberTruncation:
+    """``truncate[W]`` of an int, long or decimal column, as the projections need it.
+
+    Values are handled as unscaled ints. Two things make this more than applying the transform:
+
+    - The projected bound of a range is truncated exactly. ``x > max`` needs ``truncate(max + 1)``,
+      which is beyond the column's type (an int that would wrap around, a decimal with one digit
+      too many), and the truncation of a decimal's minimum has one digit too many too
+      (``truncate[10]`` of decimal(1, 1)'s ``-0.9`` is ``-1.0``): a partition value that does not fit
+      the partition type. :meth:`compare` decides comparisons with literals outside the partition
+      values' range, and rewrites those with the one partition value below a decimal type's
+      minimum into comparisons with that minimum, so every projected literal binds.
+    - Iceberg Java computes the truncation of an int or long in its own int/long arithmetic,
+      which wraps around for the values within W of the minimum: ``truncate[10]`` of
+      ``-9223372036854775808`` is ``9223372036854775806``, the partition value of those rows in
+      every table Java or icefloe wrote (icefloe writes the same values, for interoperability).
+      Such a partition value is not a multiple of W, so no other row has it. Range projections
+      add these partitions where their rows may match (inclusive) and leave them out (strict);
+      equality uses the values the writers wrote. A long column may have been an int column when
+      a file was written, so the values wrapped at 32 bits count too.
+    """
+
+    def __init__(self, width: int, source_type: IcebergType) -> None:
+        self.width = width
+        self.decimal_scale: int | None = None
+        if isinstance(source_type, DecimalType):
+            self.decimal_scale = source_type.scale
+            top = 10**source_type.precision - 1
+            self.min, self.max = -top, top
+            bits: tuple[int, ...] = ()
+        else:
+            assert isinstance(source_type, IntegerType | LongType)
+            self.min, self.max = source_type.min, source_type.max
+            bits = (32,) if isinstance(source_type, IntegerType) else (32, 64)
+        self._bits = bits
+        # Partition values lie in [low, max]: the truncation of the minimum is below it for a
+        # decimal (ints wrap around instead).
+        self.low = self.floor(self.min) if self.decimal_scale is not None else self.min
+        # (wrapped partition value, first and last source value that gets it)
+        self.wraps: list[tuple[int, int, int]] = []
+        for b in bits:
+            smallest = -(1 << (b - 1))
+            t = self.floor(smallest)
+            if t < smallest:
+                self.wraps.append((wrap_signed(t, b), smallest, t + width - 1))
+
+    def floor(self, n: int) -> int:
+        return n - n % self.width
+
+    def unscaled(self, value: Any) -> int:
+        return value if self.decimal_scale is None else unscaled(value, self.decimal_scale)
+
+    def value(self, n: int) -> Any:
+        return n if self.decimal_scale is None else from_unscaled(n, self.decimal_scale)
+
+    def images(self, n: int) -> set[int]:
+        """The partition values writers give source value ``n``."""
+        if self.decimal_scale is not None:
+            return {self.floor(n)}
+        return {wrap_signed(self.floor(n), b) for b in self._bits if -(1 << (b - 1)) <= n < (1 << (b - 1))}
+
+    def compare(self, ref: Reference, op: _LiteralOp, n: int) -> BooleanExpression:
+        """``op(partition, n)`` for any unscaled ``n``, with in-range literals only."""
+        if n > self.max:
+            if op in (LessThan, LessThanOrEqual):
+                return NotNull(ref)
+            return AlwaysTrue() if op is NotEqualTo else AlwaysFalse()
+        if n < self.low:
+            if op in (GreaterThan, GreaterThanOrEqual):
+                return NotNull(ref)
+            return AlwaysTrue() if op is NotEqualTo else AlwaysFalse()
+        if n < self.min:
+            # Only a decimal's `low` (its minimum truncated) is a partition value below the
+            # minimum, so `p <= low` is `p < minimum`, and so on.
+            least = self.value(self.min)
+            at_low = n == self.low
+            if op is LessThan:
+                return LessThan(ref, least) if not at_low else AlwaysFalse()
+            if op is LessThanOrEqual:
+                return LessThan(ref, least)
+            if op is GreaterThan:
+                return GreaterThanOrEqual(ref, least)
+            if op is GreaterThanOrEqual:
+                return NotNull(ref) if at_low else GreaterThanOrEqual(ref, least)
+            if op is EqualTo:
+                return LessThan(ref, least) if at_low else AlwaysFalse()
+            return Or(IsNull(ref), GreaterThanOrEqual(ref, least)) if at_low else AlwaysTrue()
+        return op(ref, self.value(n))
+
+    def one_of(self, ref: Reference, values: Iterable[int]) -> BooleanExpression:
+        normal = {self.value(n) for n in values if self.min <= n <= self.max}
+        extra = [self.compare(ref, EqualTo, n) for n in values if not self.min <= n <= self.max]
+        return or_(_set_test(ref, In, EqualTo, normal), *extra)
+
+    def none_of(self, ref: Reference, values: Iterable[int]) -> BooleanExpression:
+        normal = {self.value(n) for n in values if self.min <= n <= self.max}
+        extra = [self.compare(ref, NotEqualTo, n) for n in values if not self.min <= n <= self.max]
+        return and_(_set_test(ref, NotIn, NotEqualTo, normal), *extra)
+
+    def at_most(self, ref: Reference, n: int) -> BooleanExpression:
+        """Inclusive ``x <= n`` (n a value of the column)."""
+        wrapped = [EqualTo(ref, w) for w, first, _ in self.wraps if first <= n]
+        return or_(self.compare(ref, LessThanOrEqual, self.floor(n)), *wrapped)
+
+    def at_least(self, ref: Reference, n: int) -> BooleanExpression:
+        """Inclusive ``x >= n`` (n a value of the column)."""
+        wrapped = [EqualTo(ref, w) for w, _, last in self.wraps if last >= n]
+        return or_(self.compare(ref, GreaterThanOrEqual, self.floor(n)), *wrapped)
+
+    def not_wrapped(self, ref: Reference) -> BooleanExpression:
+        return _set_test(ref, NotIn, NotEqualTo, {w for w, _, _ in self.wraps})
+
+
+def _set_test(
+    ref: Reference, many: type[SetPredicate], one: _LiteralOp, values: set[Any]
+) -> BooleanExpression:
+    if not values:
+        return AlwaysFalse() if many is In else AlwaysTrue()
+    if len(values) == 1:
+        return one(ref, next(iter(values)))
+    return many(ref, values)
+
+
+@lru_cache(maxsize=256)
+def _number_truncation(width: int, source_type: IcebergType) -> _NumberTruncation:
+    return _NumberTruncation(width, source_type)
+
+
+def _truncate_number_inclusive(p: _Projection, pred: Predicate) -> BooleanExpression | None:
+    t = _number_truncation(p.width, p.source_type)
+    ref = p.ref
+    if isinstance(pred, LiteralPredicate):
+        n = t.unscaled(pred.literal)
+        if isinstance(pred, LessThan):
+            return AlwaysFalse() if n - 1 < t.min else t.at_most(ref, n - 1)
+        if isinstance(pred, LessThanOrEqual):
+            return t.at_most(ref, n)
+        if isinstance(pred, GreaterThan):
+            return AlwaysFalse() if n + 1 > t.max else t.at_least(ref, n + 1)
+        if isinstance(pred, GreaterThanOrEqual):
+            return t.at_least(ref, n)
+        if isinstance(pred, EqualTo):
+            return t.one_of(ref, t.images(n))
+        return None
+    if isinstance(pred, In):
+        return t.one_of(ref, {i for v in pred.literals for i in t.images(t.unscaled(v))})
+    return None
+
+
+def _truncate_number_strict(p: _Projection, pred: Predicate) -> BooleanExpression | None:
+    t = _number_truncation(p.width, p.source_type)
+    ref = p.ref
+    if isinstance(pred, LiteralPredicate):
+        n = t.unscaled(pred.literal)
+        # Every row of partition v lies in [v, v + W - 1], except in the wrapped partitions
+        # (whose rows are the smallest values): `v < floor(n)` puts them all below n, and a
+        # wrapped v is above every floor(n) it could be compared with unless n is larger still.
+        if isinstance(pred, LessThan):
+            return t.compare(ref, LessThan, t.floor(n))
+        if isinstance(pred, LessThanOrEqual):
+            return NotNull(ref) if n + 1 > t.max else t.compare(ref, LessThan, t.floor(n + 1))
+        if isinstance(pred, GreaterThan):
+            return and_(t.compare(ref, GreaterThan, t.floor(n)), t.not_wrapped(ref))
+        if isinstance(pred, GreaterThanOrEqual):
+            if n - 1 < t.min:
+                return NotNull(ref)
+            return and_(t.compare(ref, GreaterThan, t.floor(n - 1)), t.not_wrapped(ref))
+        if isinstance(pred, NotEqualTo):
+            return t.none_of(ref, t.images(n))
+        return None
+    if isinstance(pred, NotIn):
+        return t.none_of(ref, {i for v in pred.literals for i in t.images(t.unscaled(v))})
+    return None
+
+
 # ---------------------------------------------------------------------------------- inclusive
 
 
 def _ordered_inclusive(p: _Projection, pred: Predicate) -> BooleanExpression | None:
-    """Truncate-like projection for ordered numbers (ints, decimals, dates, timestamps)."""
+    """Truncate-like projection for the temporal transforms (dates, timestamps)."""
     if isinstance(pred, LiteralPredicate):
         v = pred.literal
         if isinstance(pred, LessThan):
@@ -193,7 +393,7 @@ def project_inclusive(
     if p.kind == "truncate":
         if _is_array_type(source_type):
             return _array_inclusive(p, pred)
-        return _ordered_inclusive(p, pred)
+        return _truncate_number_inclusive(p, pred)
     return _fix_inclusive_time(_ordered_inclusive(p, pred))
 
 
@@ -282,5 +482,5 @@ def project_strict(
     if p.kind == "truncate":
         if _is_array_type(source_type):
             return _array_strict(p, pred)
-        return _ordered_strict(p, pred)
+        return _truncate_number_strict(p, pred)
     return _fix_strict_time(_ordered_strict(p, pred))
