@@ -27,6 +27,7 @@ The tree::
     │   └── ConflictError          a concurrent commit invalidated this operation; not retryable
     │       ├── ConflictingDataFilesError     new data files match the operation's conflict filter
     │       ├── ConflictingDeleteFilesError   new deletes for data files the operation read/rewrote
+    │       │   └── ConflictingDeletionVectorsError  a concurrent deletion vector for the same data file
     │       └── MissingFilesError             files the operation removes or references are gone
     ├── UnsupportedFeatureError    valid Iceberg that icefloe cannot handle yet
     ├── MissingDependencyError     an optional package is not installed (``extra`` names the extra)
@@ -49,6 +50,7 @@ __all__ = [
     "ConflictError",
     "ConflictingDataFilesError",
     "ConflictingDeleteFilesError",
+    "ConflictingDeletionVectorsError",
     "CorruptFileError",
     "ExpressionError",
     "FileIOError",
@@ -261,6 +263,11 @@ class ConflictingDataFilesError(ConflictError):
 class ConflictingDeleteFilesError(ConflictError):
     """Delete files were added concurrently for data files this operation read, rewrote or
     references."""
+
+
+class ConflictingDeletionVectorsError(ConflictingDeleteFilesError):
+    """A concurrent commit added a deletion vector for a data file this operation also writes one
+    for (format v3 allows one deletion vector per data file: the two cannot both stand)."""
 
 
 class MissingFilesError(ConflictError):

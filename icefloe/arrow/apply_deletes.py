@@ -157,6 +157,23 @@ class DeleteLoader:
         out: Int64Array = np.unique(np.concatenate(parts))
         return out
 
+    def wants_whole_position_file(self, d: DataFile) -> bool:
+        """Whether ``d`` is a position delete file read whole (and cached) that is not cached yet:
+        what a bulk reader (:mod:`icefloe.arrow._scan_groups`) may read ahead for this loader."""
+        return (
+            d.content == DataFileContent.POSITION_DELETES
+            and d.file_format == FileFormat.PARQUET
+            and d.record_count <= self.whole_file_rows
+            and not isinstance(self._get(d.file_path), _PositionsByPath)
+        )
+
+    def add_position_file(self, d: DataFile, table: pa.Table) -> None:
+        """Cache a position delete file read elsewhere: ``table`` holds its (file_path, pos)
+        columns, in that order (types are checked here)."""
+        _check_position_types(table, d)
+        self.files_read += 1
+        self._put(d.file_path, _index_positions(table, d.file_path))
+
     def _read_deletion_vector(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
         if d.referenced_data_file != data_path:
             raise InvalidMetadataError(
@@ -187,24 +204,7 @@ class DeleteLoader:
             table = pf.read(columns=[path_col, pos_col])
             _check_position_types(table, d)
         self.files_read += 1
-        paths = table.column(0).combine_chunks()
-        if not pa.types.is_dictionary(paths.type):
-            paths = paths.dictionary_encode()
-        codes = paths.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        pos = table.column(1).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        order = np.lexsort((pos, codes))  # files are written sorted; do not rely on it
-        codes, pos = codes[order], pos[order]
-        present, starts, counts = np.unique(codes, return_index=True, return_counts=True)
-        names = paths.dictionary.to_pylist()
-        # A loop over distinct data files (not rows): one slice each.
-        by_path: dict[str, Int64Array] = {}
-        for code, s, c in zip(present.tolist(), starts.tolist(), counts.tolist(), strict=True):
-            chunk = pos[s : s + c]
-            if len(chunk) > 1 and not bool(np.all(chunk[1:] > chunk[:-1])):
-                chunk = np.unique(chunk)
-            by_path[names[code]] = chunk
-        nbytes = int(pos.nbytes) + sum(len(n) for n in names) + 64 * len(names)
-        return _PositionsByPath(by_path, nbytes)
+        return _index_positions(table, d.file_path)
 
     def _read_positions_for(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
         with decoding(d.file_path, POSITION_DELETE_FILE), io.new_input(d.file_path).open() as stream:
@@ -270,6 +270,31 @@ class DeleteLoader:
         return _EqualityRows(columns_by_id, int(sum(c.nbytes for c in columns_by_id)), eq_fields)
 
 
+def _index_positions(table: pa.Table, path: str | None = None) -> _PositionsByPath:
+    """A position delete file's (file_path, pos) columns indexed by data file path."""
+    paths = table.column(0).combine_chunks()
+    if not pa.types.is_dictionary(paths.type):
+        paths = paths.dictionary_encode()
+    codes = paths.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= len(paths.dictionary)):
+        # A damaged dictionary page: pyarrow hands out indices past the dictionary.
+        raise CorruptFileError.of(path, POSITION_DELETE_FILE, "file_path dictionary indices out of range")
+    pos = table.column(1).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    order = np.lexsort((pos, codes))  # files are written sorted; do not rely on it
+    codes, pos = codes[order], pos[order]
+    present, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+    names = paths.dictionary.to_pylist()
+    # A loop over distinct data files (not rows): one slice each.
+    by_path: dict[str, Int64Array] = {}
+    for code, s, c in zip(present.tolist(), starts.tolist(), counts.tolist(), strict=True):
+        chunk = pos[s : s + c]
+        if len(chunk) > 1 and not bool(np.all(chunk[1:] > chunk[:-1])):
+            chunk = np.unique(chunk)
+        by_path[names[code]] = chunk
+    nbytes = int(pos.nbytes) + sum(len(n) for n in names) + 64 * len(names)
+    return _PositionsByPath(by_path, nbytes)
+
+
 def _check_parquet(d: DataFile) -> None:
     if d.file_format != FileFormat.PARQUET:
         raise UnsupportedFeatureError(
@@ -306,6 +331,9 @@ def _check_position_types(table: pa.Table, d: DataFile) -> None:
             POSITION_DELETE_FILE,
             f"file_path is {path_type} and pos is {pos_type}, not string and long",
         )
+    if table.column(0).null_count or table.column(1).null_count:
+        # Both columns are required: a null cannot name a deleted row.
+        raise CorruptFileError.of(d.file_path, POSITION_DELETE_FILE, "null in the file_path or pos column")
 
 
 # --------------------------------------------------------------------------- dropped equality columns

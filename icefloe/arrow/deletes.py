@@ -42,6 +42,7 @@ from icefloe.arrow.writer import (
     file_location,
     open_parquet_file,
     parquet_file_entry,
+    raise_typed,
     write_options,
 )
 from icefloe.errors import SchemaError, UnsupportedFeatureError, ValidationError
@@ -248,7 +249,8 @@ def write_position_deletes(
     if metadata.format_version >= 3:
         raise UnsupportedFeatureError(
             "format v3 tables take deletion vectors, not new position delete files",
-            hint="writing deletion vectors is not supported yet; use a v2 table or copy-on-write deletes",
+            hint="write deletion vectors with icefloe.arrow.deletion_vectors.write_deletion_vectors "
+            "(table.delete does on merge-on-read v3 tables)",
         )
     spec = _spec(metadata, spec_id)
     part = _check_partition(spec, partition)
@@ -280,9 +282,9 @@ def write_position_deletes(
         writer.close()
         if current_refs:
             referenced.append(current_refs)
-    except BaseException:
+    except BaseException as e:
         writer.abort()
-        raise
+        raise_typed(e, "delete files")
     out = []
     for (path, size, m), refs in zip(writer.closed, referenced, strict=True):
         single = next(iter(refs)) if len(refs) == 1 else None
@@ -412,9 +414,9 @@ def write_equality_deletes(
             if batch.num_rows:
                 writer.write(conform_batch(batch, delete_schema))
         writer.close()
-    except BaseException:
+    except BaseException as e:
         writer.abort()
-        raise
+        raise_typed(e, "delete files")
     return [
         parquet_file_entry(
             DataFileContent.EQUALITY_DELETES,

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow.deletion_vectors import DVTarget
 from icefloe.arrow.positions import read_with_positions
 from icefloe.arrow.row_match import FilterMatcher
 from icefloe.errors import FileIOError, SchemaError, ValidationError
@@ -58,11 +59,15 @@ class UpdateChanges:
     added_deletes: list[DataFile] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)
     rows_updated: int = 0
+    #: v3: delete files the new deletion vectors replace (removed in the same commit)
+    removed_deletes: list[DataFile] = field(default_factory=list)
+    #: v3: positions collected per data file, written as deletion vectors in one Puffin file
+    dv_targets: list[DVTarget] = field(default_factory=list)
 
     def discard(self, io: FileIO) -> None:
-        for f in (*self.added, *self.added_deletes):
+        for path in dict.fromkeys(f.file_path for f in (*self.added, *self.added_deletes)):
             with contextlib.suppress(FileIOError):
-                io.delete(f.file_path)
+                io.delete(path)
 
 
 def check_assignments(schema: Schema, assignments: Assignments) -> dict[str, Assignment]:
@@ -164,6 +169,12 @@ def update_rows(
                     yield from _merge_on_read(io, metadata, task, assignments, name_mapping, changes)
 
             changes.added.extend(_write(io, metadata, updated()))
+            if changes.dv_targets:
+                from icefloe.arrow.deletion_vectors import write_deletion_vectors
+
+                dvs = write_deletion_vectors(io, metadata, changes.dv_targets)
+                changes.added_deletes.extend(dvs.added)
+                changes.removed_deletes.extend(dvs.rewritten)
         else:
             for task in tasks:
                 _copy_on_write(io, metadata, task, matcher, assignments, name_mapping, changes)
@@ -203,13 +214,17 @@ def _merge_on_read(
         return
     positions = np.concatenate(parts)
     f = task.file
+    changes.referenced.add(f.file_path)
+    changes.rows_updated += int(positions.size)
+    if metadata.format_version >= 3:
+        # deletion vectors: one Puffin file for all the data files, written after the rows
+        changes.dv_targets.append(DVTarget(f, positions, task.delete_files))
+        return
     changes.added_deletes.extend(
         write_position_deletes(
             io, metadata, {f.file_path: positions}, spec_id=f.spec_id, partition=f.partition
         )
     )
-    changes.referenced.add(f.file_path)
-    changes.rows_updated += int(positions.size)
 
 
 def _copy_on_write(

@@ -58,7 +58,7 @@ import contextlib
 import uuid as uuid_mod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, TypeAlias
+from typing import IO, Any, NoReturn, TypeAlias
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -68,7 +68,7 @@ from icefloe.arrow.metrics import FileMetrics, MetricsCollector, MetricsConfig
 from icefloe.arrow.partitioning import partition_batch
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.arrow.sort import ArrowSortOrder
-from icefloe.errors import ConfigError, IcefloeError, ValidationError
+from icefloe.errors import ConfigError, FileIOError, IcefloeError, ValidationError
 from icefloe.io import FileIO
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.partition import PartitionSpec
@@ -187,6 +187,14 @@ def file_location(
     if spec.fields:
         return f"{options.data_path}/{spec.partition_path(partition, schema)}/{name}"
     return f"{options.data_path}/{name}"
+
+
+def raise_typed(e: BaseException, what: str) -> NoReturn:
+    """Re-raise ``e`` from a failed write; a stream's raw ``OSError`` (pyarrow's streams raise
+    those) becomes a `FileIOError`, so callers only ever see typed errors."""
+    if isinstance(e, OSError) and not isinstance(e, IcefloeError):
+        raise FileIOError(f"cannot write {what}: {e}") from e
+    raise e
 
 
 def open_parquet_file(
@@ -532,9 +540,9 @@ def write_data_files(
                 checked.add(batch.schema)
             writer.add(conform_batch(batch, schema))
         return writer.finish()
-    except BaseException:
+    except BaseException as e:
         writer.abort()
-        raise
+        raise_typed(e, f"data files of table {metadata.location}")
 
 
 def _last_row(rows: pa.RecordBatch | pa.Table) -> pa.RecordBatch:

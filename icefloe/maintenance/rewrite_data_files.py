@@ -387,7 +387,9 @@ def parse_where(metadata: TableMetadata, where: str | BooleanExpression | None) 
 
 
 def check_writable(table_name: str, format_version: int, action: str) -> None:
-    """Compaction commits through icefloe's producers, which write format v2 only."""
+    """Compaction rewrites format v2 tables; on v3 it would have to carry every row's ``_row_id``
+    and ``_last_updated_sequence_number`` into the new files (row lineage), which icefloe does
+    not write yet."""
     if format_version < 2:
         raise UnsupportedFeatureError(
             f"{action} on {table_name}: format version 1 tables cannot be rewritten by icefloe",
@@ -395,8 +397,8 @@ def check_writable(table_name: str, format_version: int, action: str) -> None:
         )
     if format_version > 2:
         raise UnsupportedFeatureError(
-            f"{action} on {table_name}: icefloe writes format version 2 only, and this table is "
-            f"version {format_version} (its row lineage fields would not be kept)",
+            f"{action} on {table_name}: this table is format version {format_version}, and icefloe "
+            "cannot keep row lineage (_row_id, _last_updated_sequence_number) through a rewrite yet",
             hint="run this maintenance with Iceberg Java on format v3 tables for now",
         )
 

@@ -13,6 +13,7 @@ the list but does not decode it; each caller gets its own list.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from functools import lru_cache
@@ -192,7 +193,42 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, IcefloeError) as e:
         # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
         raise CorruptFileError.of(path, MANIFEST_LIST, f"invalid entry: {type(e).__name__}: {e}") from e
+    for m in out:
+        problem = _invalid(m)
+        if problem:
+            raise CorruptFileError.of(path, MANIFEST_LIST, f"manifest {m.manifest_path!r}: {problem}")
     return tuple(out)
+
+
+_COUNTS = (
+    "added_files_count",
+    "existing_files_count",
+    "deleted_files_count",
+    "added_rows_count",
+    "existing_rows_count",
+    "deleted_rows_count",
+)
+
+
+def _invalid(m: ManifestFile) -> str | None:
+    """What makes a decoded manifest-list entry invalid (values no writer produces; planning on
+    them would skip or misread files silently), or None."""
+    if not isinstance(m.manifest_path, str) or not m.manifest_path:
+        return "empty manifest_path"
+    if m.manifest_length < 0 or m.partition_spec_id < 0:
+        return f"negative manifest_length {m.manifest_length} or partition_spec_id {m.partition_spec_id}"
+    if not 0 <= m.min_sequence_number <= m.sequence_number:
+        return (
+            f"sequence_number {m.sequence_number} and min_sequence_number {m.min_sequence_number} "
+            "are not 0 <= min <= sequence_number"
+        )
+    for name in _COUNTS:
+        count = getattr(m, name)
+        if count is not None and count < 0:
+            return f"negative {name} {count}"
+    if m.first_row_id is not None and m.first_row_id < 0:
+        return f"negative first_row_id {m.first_row_id}"
+    return None
 
 
 @lru_cache(maxsize=4)
@@ -326,6 +362,10 @@ def write_manifest_list(
     except (TypeError, ValueError, OverflowError) as e:
         stream.close()
         raise ValidationError(f"cannot write manifest list {path!r}: {e}") from e
+    except OSError as e:  # the stream failed while fastavro wrote to it
+        with contextlib.suppress(OSError):
+            stream.close()
+        raise FileIOError(f"cannot write manifest list {path!r}: {e}", location=path) from e
     try:
         stream.close()
     except OSError as e:

@@ -240,6 +240,7 @@ def _decode(
     n_eq, n_sort, n_frid, n_ref = optional[135], optional[140], optional[142], optional[143]
     n_coff, n_csize = optional[144], optional[145]
     partition_plan = plan.partition
+    expected_content = manifest_file.content
     try:
         for rec in avro:
             status = _STATUSES[rec[n_status]]
@@ -288,11 +289,20 @@ def _decode(
                 content_size_in_bytes=df[n_csize] if n_csize else None,
                 spec_id=spec_id,
             )
+            problem = _invalid(data_file, expected_content)
+            if problem:
+                raise CorruptFileError.of(path, MANIFEST, f"entry for {data_file.file_path!r}: {problem}")
             snapshot_id = rec[n_snap] if n_snap else None
             if snapshot_id is None:
                 snapshot_id = manifest_snapshot_id
             seq = rec[n_seq] if n_seq else None
             fseq = rec[n_fseq] if n_fseq else None
+            if (seq is not None and seq < 0) or (fseq is not None and fseq < 0):
+                raise CorruptFileError.of(
+                    path,
+                    MANIFEST,
+                    f"entry for {data_file.file_path!r}: negative sequence number {seq}/{fseq}",
+                )
             if inherit_seq is not None and (status is ManifestEntryStatus.ADDED or inherit_seq == 0):
                 if seq is None:
                     seq = inherit_seq
@@ -304,3 +314,17 @@ def _decode(
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, IcefloeError) as e:
         # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
         raise CorruptFileError.of(path, MANIFEST, f"invalid entry: {type(e).__name__}: {e}") from e
+
+
+def _invalid(df: DataFile, manifest_content: ManifestContent) -> str | None:
+    """What makes a decoded data or delete file entry invalid (values no writer produces, which
+    planning would act on silently), or None."""
+    if not isinstance(df.file_path, str) or not df.file_path:
+        return "empty file_path"
+    if df.record_count < 0 or df.file_size_in_bytes < 0:
+        return f"negative record_count {df.record_count} or file_size_in_bytes {df.file_size_in_bytes}"
+    if (df.content == DataFileContent.DATA) != (manifest_content == ManifestContent.DATA):
+        return f"a {df.content.name.lower()} file in a {manifest_content.name.lower()} manifest"
+    if df.content == DataFileContent.EQUALITY_DELETES and not df.equality_ids:
+        return "an equality delete file without equality_ids"
+    return None

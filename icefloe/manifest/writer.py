@@ -75,7 +75,12 @@ class _CountingStream:
         self.written = 0
 
     def write(self, data: bytes) -> int:
-        self.inner.write(data)
+        try:
+            self.inner.write(data)
+        except FileIOError:
+            raise
+        except OSError as e:  # a stream's raw I/O error
+            raise FileIOError(f"cannot write manifest: {e}") from e
         self.written += len(data)
         return len(data)
 

@@ -503,9 +503,14 @@ class TableMetadataBuilder:
         fresh = self._base is None and not self.schemas
         if format_version < self.format_version and not fresh:
             raise ValidationError(
-                f"cannot downgrade table format version from {self.format_version} to {format_version}"
+                f"cannot downgrade table format version from {self.format_version} to {format_version}",
+                hint="format versions only move forward; copy the data into a new table instead",
             )
         self.format_version = format_version
+        if format_version >= 3 and self.next_row_id is None:
+            # row lineage starts at the upgrade: rows written before it get ids when a v3
+            # snapshot first lists their manifests (Java's upgrade does the same)
+            self.next_row_id = 0
         self.updates.append(UpgradeFormatVersion(format_version))
         return self
 
@@ -581,7 +586,7 @@ def _check_writable(format_version: int) -> None:
     if format_version not in WRITABLE_FORMAT_VERSIONS:
         if format_version > max(WRITABLE_FORMAT_VERSIONS):
             raise UnsupportedFeatureError(
-                f"icefloe cannot write format version {format_version} tables yet (it writes v1 and v2)",
-                hint="create the table with format-version 2",
+                f"icefloe cannot write format version {format_version} tables yet (it writes v1 to v3)",
+                hint="create the table with format-version 2 or 3",
             )
         raise ValidationError(f"invalid table format version {format_version}")

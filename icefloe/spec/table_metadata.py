@@ -47,7 +47,7 @@ _TABLE_METADATA = "table metadata"
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 """Format versions icefloe can read."""
-WRITABLE_FORMAT_VERSIONS = (1, 2)
+WRITABLE_FORMAT_VERSIONS = (1, 2, 3)
 """Format versions icefloe creates tables in and commits to."""
 
 # Java tolerates this much clock skew between log entries before calling metadata invalid.
@@ -266,6 +266,17 @@ def _validate(m: TableMetadata) -> None:
         raise _fail(f"invalid table format version {m.format_version!r}")
     if m.format_version >= 2 and m.table_uuid is None:
         raise _fail(f"format v{m.format_version} table metadata needs a table-uuid")
+    if m.format_version >= 3:
+        if m.next_row_id is None or m.next_row_id < 0:
+            raise _fail(f"format v3 table metadata needs a next-row-id >= 0, got {m.next_row_id}")
+        for snap in m.snapshots:
+            # row lineage: every snapshot's row ids lie below the table's next-row-id
+            if snap.first_row_id is not None and snap.first_row_id + (snap.added_rows or 0) > m.next_row_id:
+                raise _fail(
+                    f"snapshot {snap.snapshot_id} assigns row ids up to "
+                    f"{snap.first_row_id + (snap.added_rows or 0)}, above next-row-id {m.next_row_id}",
+                    snapshot_id=snap.snapshot_id,
+                )
 
     # schemas, specs, sort orders
     if not m.schemas:
@@ -297,6 +308,40 @@ def _validate(m: TableMetadata) -> None:
             f"{highest_partition}"
         )
 
+    # Field ids are never reused: a partition or sort field's source is in some schema of the
+    # table (a void partition field may outlive its dropped source).
+    known_ids = set().union(*(s.field_ids() for s in m.schemas))
+    current_schema = m.schemas_by_id[m.current_schema_id]
+    for spec in m.partition_specs:
+        for pf in spec.fields:
+            if pf.transform.kind.value == "void":
+                continue
+            if pf.source_id not in known_ids:
+                raise _fail(
+                    f"partition spec {spec.spec_id} field {pf.name!r} refers to source column id "
+                    f"{pf.source_id}, which no schema of the table has",
+                    spec_id=spec.spec_id,
+                )
+            source = current_schema.find_field_or_none(pf.source_id)
+            if (
+                spec.spec_id == m.default_spec_id
+                and source is not None
+                and not (source.field_type.is_primitive and pf.transform.can_transform(source.field_type))
+            ):
+                raise _fail(
+                    f"partition field {pf.name!r}: {pf.transform} does not apply to column "
+                    f"{current_schema.column_name(pf.source_id)!r} of type {source.field_type}",
+                    spec_id=spec.spec_id,
+                )
+    for order in m.sort_orders:
+        for sf in order.fields:
+            if sf.source_id not in known_ids:
+                raise _fail(
+                    f"sort order {order.order_id} refers to source column id {sf.source_id}, which no "
+                    "schema of the table has",
+                    order_id=order.order_id,
+                )
+
     if not m.sort_orders:
         raise _fail("table metadata has no sort order")
     _unique("sort order", [o.order_id for o in m.sort_orders])
@@ -309,6 +354,13 @@ def _validate(m: TableMetadata) -> None:
     # snapshots and refs
     _unique("snapshot", [s.snapshot_id for s in m.snapshots])
     by_id = m.snapshots_by_id
+    for snap in m.snapshots:
+        if snap.schema_id is not None and snap.schema_id not in m.schemas_by_id:
+            raise _fail(
+                f"snapshot {snap.snapshot_id} was written with schema {snap.schema_id}, which is not one "
+                f"of the table's schemas {sorted(m.schemas_by_id)}",
+                snapshot_id=snap.snapshot_id,
+            )
     for name, ref in m.refs.items():
         if ref.snapshot_id not in by_id:
             raise _fail(f"ref {name!r} points at unknown snapshot {ref.snapshot_id}", ref=name)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from icefloe.arrow.deletion_vectors import DVTarget
 from icefloe.arrow.row_match import Matcher
 from icefloe.errors import FileIOError, SchemaError, ValidationError
 from icefloe.expressions import (
@@ -90,9 +91,12 @@ class RowChanges:
     added_deletes: list[DataFile] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)
     rows_removed: int = 0
+    #: v3: delete files the new deletion vectors replace (removed in the same commit)
+    removed_deletes: list[DataFile] = field(default_factory=list)
 
     def written(self) -> list[str]:
-        return [f.file_path for f in (*self.added, *self.added_deletes)]
+        # a Puffin file holds the deletion vectors of many data files: each path once
+        return list(dict.fromkeys(f.file_path for f in (*self.added, *self.added_deletes)))
 
     def discard(self, io: FileIO) -> None:
         for p in self.written():
@@ -180,6 +184,7 @@ def remove_rows(
     if snapshot is None:
         return changes
     whole = FileFilter(metadata, whole_file_filter) if whole_file_filter is not None else None
+    dv_targets: list[DVTarget] = []
     try:
         for task in plan_files(io, metadata, snapshot, prefilter):
             if whole is not None and whole.must_match(task.file):
@@ -193,10 +198,21 @@ def remove_rows(
                 # Every row goes: drop the file by metadata, nothing to write.
                 changes.removed.append(task.file)
                 changes.rows_removed += n_rows
+            elif mode == MERGE_ON_READ and metadata.format_version >= 3:
+                # deletion vectors, all in one Puffin file written below
+                dv_targets.append(DVTarget(task.file, positions, task.delete_files))
+                changes.referenced.add(task.file.file_path)
+                changes.rows_removed += int(positions.size)
             elif mode == MERGE_ON_READ:
                 _position_deletes(io, metadata, task.file, positions, changes)
             else:
                 _rewrite(io, metadata, task, matcher, changes)
+        if dv_targets:
+            from icefloe.arrow.deletion_vectors import write_deletion_vectors
+
+            dvs = write_deletion_vectors(io, metadata, dv_targets)
+            changes.added_deletes.extend(dvs.added)
+            changes.removed_deletes.extend(dvs.rewritten)
     except BaseException:
         changes.discard(io)
         raise

@@ -478,6 +478,7 @@ class Transaction:
                     self._table.io,
                     self._working,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
@@ -537,6 +538,7 @@ class Transaction:
                     self._working,
                     add_data_files=changes.added,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=expr,
                     snapshot_properties=snapshot_properties,
@@ -654,6 +656,7 @@ class Transaction:
                     self._working,
                     add_data_files=files,
                     add_delete_files=changes.added_deletes,
+                    remove_delete_files=changes.removed_deletes,  # v3: deletion vectors replaced
                     referenced_data_files=changes.referenced,
                     conflict_filter=prefilter,
                     snapshot_properties=snapshot_properties,

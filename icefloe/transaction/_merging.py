@@ -25,6 +25,7 @@ from icefloe.errors import FileIOError, MissingFilesError, ValidationError
 from icefloe.manifest import (
     DataFile,
     DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestFile,
@@ -82,6 +83,9 @@ class MergingProducer(SnapshotProducer):
         self.added_delete_files: list[DataFile] = []
         self.removed_data_files: dict[str, DataFile | None] = {}
         self.removed_delete_files: dict[str, DataFile | None] = {}
+        #: deletion vectors to remove, by (Puffin file, referenced data file): one Puffin file
+        #: holds the vectors of many data files, so its path alone does not name one
+        self.removed_dvs: dict[tuple[str, str], DataFile] = {}
         #: dynamic partition overwrite: every live data file in these partitions goes
         self.drop_partitions: set[PartitionKey] | None = None
         #: pinned data sequence number of the added files (rewrite_files), else inherited
@@ -124,7 +128,9 @@ class MergingProducer(SnapshotProducer):
 
     def remove_delete_files(self, files: Iterable[DataFile | str]) -> None:
         for f in files:
-            if isinstance(f, str):
+            if not isinstance(f, str) and _dv_key(f) is not None:
+                self.removed_dvs[_dv_key(f)] = f  # type: ignore[index]
+            elif isinstance(f, str):
                 self.removed_delete_files.setdefault(f, None)
             else:
                 self.removed_delete_files[f.file_path] = f
@@ -185,6 +191,9 @@ class MergingProducer(SnapshotProducer):
 
     def _should_remove_delete(self, e: ManifestEntry) -> bool:
         f = e.data_file
+        key = _dv_key(f)
+        if key is not None and key in self.removed_dvs:
+            return True
         if f.file_path in self.removed_delete_files:
             return True
         # A file-scoped position delete file of a removed data file would dangle: it goes too.
@@ -210,7 +219,7 @@ class MergingProducer(SnapshotProducer):
                 self.snapshot_id,
                 self.new_manifest_path,
                 self._should_remove_delete,
-                lambda m: bool(self.removed_delete_files) or bool(self._dangling),
+                lambda m: bool(self.removed_delete_files) or bool(self.removed_dvs) or bool(self._dangling),
             )
         return self._data_filter, self._delete_filter
 
@@ -227,6 +236,7 @@ class MergingProducer(SnapshotProducer):
             base, [m for m in existing if m.content == ManifestContent.DELETES], token=self._dangling
         )
         self._check_found(deletes.removed, self.removed_delete_files, parent)
+        self._check_found_dvs(deletes.removed, parent)
         self.removed_entries = data.removed + deletes.removed
         self.choose_operation()
         result = [*self._new_data, *data.manifests, *self._new_deletes, *deletes.manifests]
@@ -264,6 +274,12 @@ class MergingProducer(SnapshotProducer):
                 files=sorted(missing),
             )
 
+    def _check_found_dvs(self, removed: list[ManifestEntry], parent: Snapshot | None) -> None:
+        found = {_dv_key(e.data_file) for e in removed}
+        missing = [k for k in self.removed_dvs if k not in found]
+        if missing:
+            self._check_found([], {f"{p} (deletion vector of {ref})": None for p, ref in missing}, parent)
+
     def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
         b = SnapshotSummaryBuilder()
         for f in (*self.added_data_files, *self.added_delete_files):
@@ -295,3 +311,10 @@ class MergingProducer(SnapshotProducer):
             for p in stale:
                 with contextlib.suppress(FileIOError):
                     self.io.delete(p)
+
+
+def _dv_key(f: DataFile) -> tuple[str, str] | None:
+    """(Puffin file, referenced data file) of a deletion vector, else None."""
+    if f.file_format == FileFormat.PUFFIN and f.referenced_data_file is not None:
+        return f.file_path, f.referenced_data_file
+    return None

@@ -14,7 +14,11 @@ The checks (Iceberg Java's names):
 3. ``validate_no_new_deletes_for_data_files``  no new delete files for data files we read,
                                          rewrite or reference
 4. ``validate_data_files_exist``         data files our delete files reference still exist
-5. ``validate_deleted_files_exist``      files we remove were not removed meanwhile
+5. ``validate_deleted_files_exist``      files we remove were not removed meanwhile (deletion
+                                         vectors by Puffin file and referenced data file)
+6. ``validate_no_concurrent_deletion_vectors``  format v3: no deletion vector was added for a data
+                                         file we write one for (one per data file; Java's
+                                         ``validateAddedDVs``), at every isolation level
 
 Isolation levels follow ``write.{delete,update,merge}.isolation-level``: ``serializable`` runs
 every check the operation needs; ``snapshot`` skips check 1. icefloe runs check 2 for
@@ -32,11 +36,13 @@ from icefloe.errors import (
     ConflictError,
     ConflictingDataFilesError,
     ConflictingDeleteFilesError,
+    ConflictingDeletionVectorsError,
     MissingFilesError,
 )
 from icefloe.manifest import (
     DataFile,
     DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
@@ -61,6 +67,7 @@ __all__ = [
     "validate_added_data_files",
     "validate_data_files_exist",
     "validate_deleted_files_exist",
+    "validate_no_concurrent_deletion_vectors",
     "validate_no_new_delete_files",
     "validate_no_new_deletes_for_data_files",
 ]
@@ -276,8 +283,69 @@ def validate_data_files_exist(ctx: ValidationContext, paths: Iterable[str]) -> N
 
 
 def validate_deleted_files_exist(
-    ctx: ValidationContext, data_paths: Iterable[str], delete_paths: Iterable[str] = ()
+    ctx: ValidationContext,
+    data_paths: Iterable[str],
+    delete_paths: Iterable[str] = (),
+    deletion_vectors: Iterable[tuple[str, str]] = (),
 ) -> None:
-    """Files we remove (data and delete files) were not removed since the start."""
+    """Files we remove (data and delete files) were not removed since the start; deletion vectors
+    are named by (Puffin file, referenced data file), since one Puffin file holds many."""
     _removed_since(ctx, set(data_paths), ManifestContent.DATA)
     _removed_since(ctx, set(delete_paths), ManifestContent.DELETES)
+    wanted = set(deletion_vectors)
+    if not wanted:
+        return
+    for snap in ctx.new_snapshots():
+        if snap.summary.operation == Operation.APPEND:
+            continue
+        gone = {
+            (e.data_file.file_path, e.data_file.referenced_data_file or "")
+            for e in ctx.added_entries(snap, ManifestContent.DELETES)
+            if e.status == ManifestEntryStatus.DELETED
+            and (e.data_file.file_path, e.data_file.referenced_data_file) in wanted
+        }
+        if gone:
+            raise MissingFilesError(
+                f"{ctx.operation} replaces deletion vector(s) that snapshot {snap.snapshot_id} "
+                f"({snap.summary.operation.value}) removed: "
+                + _listing(f"{p} (for {ref})" for p, ref in gone),
+                hint="the deletes of those data files changed concurrently; re-read the table and "
+                "run the operation again",
+                snapshot_id=snap.snapshot_id,
+                operation=ctx.operation,
+                isolation_level=ctx.isolation_level,
+                files=sorted(p for p, _ in gone),
+            )
+
+
+def validate_no_concurrent_deletion_vectors(ctx: ValidationContext, data_paths: Iterable[str]) -> None:
+    """No deletion vector for one of ``data_paths`` was added since the start: a v3 data file has
+    at most one, and ours (merged from the deletes we read) would drop the concurrent one's rows."""
+    paths = set(data_paths)
+    if not paths:
+        return
+    for snap in ctx.new_snapshots():
+        if snap.summary.operation == Operation.APPEND:
+            continue
+        hits = sorted(
+            {
+                e.data_file.referenced_data_file
+                for e in ctx.added_entries(snap, ManifestContent.DELETES)
+                if e.status == ManifestEntryStatus.ADDED
+                and e.data_file.file_format == FileFormat.PUFFIN
+                and e.data_file.referenced_data_file in paths
+            }
+            - {None}
+        )
+        if hits:
+            raise ConflictingDeletionVectorsError(
+                f"{ctx.operation} conflicts with snapshot {snap.snapshot_id} "
+                f"({snap.summary.operation.value}), which added a deletion vector for data file(s) "
+                f"this operation also deletes from: {_listing(h for h in hits if h)}",
+                hint="format v3 keeps one deletion vector per data file; re-read the table and run "
+                "the operation again (its new deletion vector then includes the concurrent deletes)",
+                snapshot_id=snap.snapshot_id,
+                operation=ctx.operation,
+                isolation_level=ctx.isolation_level,
+                files=[h for h in hits if h],
+            )

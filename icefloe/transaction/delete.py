@@ -58,4 +58,6 @@ class DeleteFiles(MergingProducer):
     def checks(self, ctx: ValidationContext) -> None:
         # Removing a file a concurrent commit already removed would double-count the delete;
         # deleting rows whose file gained delete files meanwhile is harmless (they go too).
-        validate_deleted_files_exist(ctx, self.removed_data_files, self.removed_delete_files)
+        validate_deleted_files_exist(
+            ctx, self.removed_data_files, self.removed_delete_files, self.removed_dvs
+        )

@@ -68,7 +68,7 @@ class RewriteFiles(MergingProducer):
         self.remove_delete_files(remove_deletes)
         self.add_data_files(add)
         self.add_delete_files(add_deletes)
-        if not self.removed_data_files and not self.removed_delete_files:
+        if not self.removed_data_files and not self.removed_delete_files and not self.removed_dvs:
             raise ValidationError("a rewrite must replace at least one file", hint="pass remove=[...]")
         if keep_sequence_number and self.starting_snapshot_id is not None:
             self.data_sequence_number = metadata.snapshot_by_id(self.starting_snapshot_id).sequence_number
@@ -77,7 +77,9 @@ class RewriteFiles(MergingProducer):
         self.added_sequence_numbers.update(sequence_numbers or {})
 
     def checks(self, ctx: ValidationContext) -> None:
-        validate_deleted_files_exist(ctx, self.removed_data_files, self.removed_delete_files)
+        validate_deleted_files_exist(
+            ctx, self.removed_data_files, self.removed_delete_files, self.removed_dvs
+        )
         validate_no_new_deletes_for_data_files(
             ctx, self.replaced, ignore_equality_deletes=self.keep_sequence_number
         )

@@ -4,10 +4,18 @@ merge-on-read primitive behind DELETE, UPDATE and MERGE.
 Checks, in order:
 
 1. data files our delete files reference still exist      (validate_data_files_exist)
-2. delete files we remove still exist                      (validate_deleted_files_exist)
-3. serializable: no new data files match the filter        (validate_added_data_files)
-4. no new delete files match the filter                    (validate_no_new_delete_files) —
+2. v3: no deletion vector was added concurrently for a data file we add one for
+                                                           (validate_no_concurrent_deletion_vectors)
+3. delete files we remove still exist                      (validate_deleted_files_exist; a
+   replaced deletion vector by Puffin file and data file)
+4. serializable: no new data files match the filter        (validate_added_data_files)
+5. no new delete files match the filter                    (validate_no_new_delete_files) —
    at both isolation levels, for DELETE as for UPDATE/MERGE (see conflicts.py)
+
+Deletion vectors (v3): a new vector for a data file replaces its earlier one (and the file-scoped
+position delete files folded into it); the writer (:mod:`icefloe.arrow.deletion_vectors`) names
+those and they are removed here, in the same snapshot (``remove_delete_files``). Two vectors for
+one data file in the same commit are refused.
 
 Operation: ``delete`` when it adds only delete files, ``append`` when it adds only data files,
 else ``overwrite``.
@@ -18,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from icefloe.errors import ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression
-from icefloe.manifest import DataFile
+from icefloe.manifest import DataFile, FileFormat
 from icefloe.spec.snapshot import MAIN_BRANCH, Operation
 from icefloe.transaction._merging import _UNSET, MergingProducer
 from icefloe.transaction.conflicts import (
@@ -28,6 +37,7 @@ from icefloe.transaction.conflicts import (
     validate_added_data_files,
     validate_data_files_exist,
     validate_deleted_files_exist,
+    validate_no_concurrent_deletion_vectors,
     validate_no_new_delete_files,
 )
 
@@ -72,16 +82,29 @@ class RowDelta(MergingProducer):
         refs = set(referenced_data_files)
         refs.update(f.referenced_data_file for f in self.added_delete_files if f.referenced_data_file)
         self.referenced_data_files = refs
+        self.dv_data_files: set[str] = set()
+        for f in self.added_delete_files:
+            if f.file_format != FileFormat.PUFFIN or f.referenced_data_file is None:
+                continue
+            if f.referenced_data_file in self.dv_data_files:
+                raise ValidationError(
+                    f"two deletion vectors for data file {f.referenced_data_file} in one commit",
+                    hint="merge their positions into one deletion vector",
+                )
+            self.dv_data_files.add(f.referenced_data_file)
         self.conflict_filter: BooleanExpression = (
             conflict_filter if conflict_filter is not None else AlwaysTrue()
         )
 
     def checks(self, ctx: ValidationContext) -> None:
         validate_data_files_exist(ctx, self.referenced_data_files)
-        validate_deleted_files_exist(ctx, self.removed_data_files, self.removed_delete_files)
+        validate_no_concurrent_deletion_vectors(ctx, self.dv_data_files)
+        validate_deleted_files_exist(
+            ctx, self.removed_data_files, self.removed_delete_files, self.removed_dvs
+        )
         if ctx.isolation_level == SERIALIZABLE:
             validate_added_data_files(ctx, self.conflict_filter)
-        if self.added_delete_files or self.removed_delete_files:
+        if self.added_delete_files or self.removed_delete_files or self.removed_dvs:
             validate_no_new_delete_files(ctx, self.conflict_filter)
 
     def choose_operation(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from icefloe.manifest import DataFile, DataFileContent
+from icefloe.manifest import DataFile, DataFileContent, FileFormat
 
 __all__ = ["SnapshotSummaryBuilder"]
 
@@ -44,12 +44,13 @@ class SnapshotSummaryBuilder:
         else:
             self._inc("added-delete-files", 1)
             if f.content == DataFileContent.POSITION_DELETES:
-                self._inc("added-position-delete-files", 1)
+                # Java counts deletion vectors apart from position delete files (``added-dvs``)
+                self._inc("added-dvs" if _is_dv(f) else "added-position-delete-files", 1)
                 self._inc("added-position-deletes", f.record_count)
             else:
                 self._inc("added-equality-delete-files", 1)
                 self._inc("added-equality-deletes", f.record_count)
-        self._inc("added-files-size", f.file_size_in_bytes)
+        self._inc("added-files-size", _content_size(f))
 
     def removed_file(self, f: DataFile) -> None:
         self._track_partition(f)
@@ -59,12 +60,12 @@ class SnapshotSummaryBuilder:
         else:
             self._inc("removed-delete-files", 1)
             if f.content == DataFileContent.POSITION_DELETES:
-                self._inc("removed-position-delete-files", 1)
+                self._inc("removed-dvs" if _is_dv(f) else "removed-position-delete-files", 1)
                 self._inc("removed-position-deletes", f.record_count)
             else:
                 self._inc("removed-equality-delete-files", 1)
                 self._inc("removed-equality-deletes", f.record_count)
-        self._inc("removed-files-size", f.file_size_in_bytes)
+        self._inc("removed-files-size", _content_size(f))
 
     def set(self, key: str, value: str) -> None:
         self._extra[key] = value
@@ -86,3 +87,14 @@ class SnapshotSummaryBuilder:
             out[total] = str(previous + self._counts.get(added, 0) - self._counts.get(removed, 0))
         out.update(self._extra)
         return out
+
+
+def _is_dv(f: DataFile) -> bool:
+    return f.file_format == FileFormat.PUFFIN
+
+
+def _content_size(f: DataFile) -> int:
+    """A deletion vector's size is its blob's (a Puffin file holds many), as Java counts it."""
+    if _is_dv(f) and f.content_size_in_bytes is not None:
+        return f.content_size_in_bytes
+    return f.file_size_in_bytes

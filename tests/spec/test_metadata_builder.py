@@ -123,8 +123,9 @@ def test_new_table_assigns_ids_like_java() -> None:
 
 def test_new_table_format_version_property_wins() -> None:
     assert new_metadata(2, **{"format-version": "1"}).format_version == 1
+    assert new_metadata(3).next_row_id == 0  # format v3 tables start row lineage at 0
     with pytest.raises(UnsupportedFeatureError):
-        new_metadata(3)
+        new_metadata(4)
 
 
 def test_new_table_records_create_updates() -> None:
@@ -340,12 +341,14 @@ def test_properties_location_uuid_version() -> None:
     b.assign_uuid(m.table_uuid)  # type: ignore[arg-type]
     b.upgrade_format_version(2)
     with pytest.raises(UnsupportedFeatureError):
-        b.upgrade_format_version(3)
+        b.upgrade_format_version(4)
     with pytest.raises(ValidationError, match="downgrade"):
         b.upgrade_format_version(1)
     m2 = b.build()
     assert m2.properties["a"] == "1" and "b" not in m2.properties
     assert m2.location == "s3://elsewhere/t" and m2.format_version == 2
+    m3 = TableMetadataBuilder.from_metadata(m2).upgrade_format_version(3).build()
+    assert m3.format_version == 3 and m3.next_row_id == 0
     assert m2.next_sequence_number() == 1
 
 
