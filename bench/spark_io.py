@@ -78,11 +78,12 @@ class Bench:
         self.source.write.format("icefloe").option("catalog", CATALOG).mode("append").save(name)
         return name
 
-    def write_raw(self) -> str:
-        path = self.workdir / "raw" / f"lineitem_{self.round}"
+    def write_raw(self, compression: str = "snappy") -> str:
+        """Spark's own Parquet write (snappy, Spark's default; ``zstd`` like icefloe's files)."""
+        path = self.workdir / f"raw_{compression}" / f"lineitem_{self.round}"
         if path.exists():
             shutil.rmtree(path)
-        self.source.write.parquet(str(path))
+        self.source.write.option("compression", compression).parquet(str(path))
         return str(path)
 
     # ---------------------------------------------------------------- scans
@@ -118,7 +119,11 @@ def _round(b: Bench, first_raw: bool) -> dict[str, float]:
     def w_raw() -> None:
         tables["raw"] = b.write_raw()
 
-    writes: list[tuple[str, Callable[[], object]]] = [("write.icefloe", w_ice), ("write.raw", w_raw)]
+    writes: list[tuple[str, Callable[[], object]]] = [
+        ("write.icefloe", w_ice),
+        ("write.raw", w_raw),
+        ("write.raw_zstd", lambda: b.write_raw("zstd")),
+    ]
     if first_raw:
         writes.reverse()
     measured = {k: _timed(fn) for k, fn in writes}
@@ -156,6 +161,7 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
             for k in (
                 "write.icefloe",
                 "write.raw",
+                "write.raw_zstd",
                 "scan_full.icefloe_source",
                 "scan_full.icefloe_fast",
                 "scan_full.raw",
@@ -180,6 +186,7 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
     med = {k: statistics.median(v) for k, v in times.items()}
     ratios = {
         "write": med["write.icefloe"] / med["write.raw"],
+        "write_vs_zstd": med["write.icefloe"] / med["write.raw_zstd"],
         "scan_full.source": med["scan_full.icefloe_source"] / med["scan_full.raw"],
         "scan_full.fast": med["scan_full.icefloe_fast"] / med["scan_full.raw"],
         "scan_filtered.source": med["scan_filtered.icefloe_source"] / med["scan_filtered.raw"],
@@ -208,6 +215,7 @@ def _report(res: dict[str, Any]) -> str:
     ]
     pairs = [
         ("write", "write.icefloe", "write.raw"),
+        ("write (raw zstd)", "write.icefloe", "write.raw_zstd"),
         ("full scan (source)", "scan_full.icefloe_source", "scan_full.raw"),
         ("full scan (fast path)", "scan_full.icefloe_fast", "scan_full.raw"),
         ("filtered scan (source)", "scan_filtered.icefloe_source", "scan_filtered.raw"),

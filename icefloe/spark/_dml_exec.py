@@ -388,6 +388,14 @@ class RowLevelChange:
         # file, matches of a target row together); copy-on-write needs that only for some joins
         grouped = not copy_on_write or self.group_rewrites()
         distributed = out.repartition(self._distribution(ctx, out)) if grouped else out
+        if copy_on_write and not job.dedupe_kept:
+            # the tasks need a row's file only to report a target row matched twice; the others
+            # ship an empty key ("a target row") instead of their file's path: a copy-on-write
+            # rewrite sends every row of the rewritten files through Arrow to Python
+            key = F.col(KEY)
+            distributed = distributed.withColumn(
+                KEY, F.when(F.col(MATCHED), key).when(key.isNotNull(), F.lit(""))
+            )
         result_schema = st.StructType([st.StructField(RESULT_FIELD, st.BinaryType(), False)])
         try:
             with arrow_functions():

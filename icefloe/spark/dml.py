@@ -127,14 +127,22 @@ class SparkTable:
             )
         return self._run(UpdateChange(self.spark, self.load, self._alias, condition, set))
 
-    def merge(self, source: DataFrame, condition: Condition) -> MergeBuilder:
-        """Start a MERGE of ``source`` into this table ``ON condition``; add WHEN clauses and
-        call :meth:`MergeBuilder.execute`."""
+    def merge(
+        self, source: DataFrame, on: Condition | None = None, *, condition: Condition | None = None
+    ) -> MergeBuilder:
+        """Start a MERGE of ``source`` into this table ``ON`` the condition ``on`` (delta-spark's
+        keyword ``condition=`` works too); add WHEN clauses and call :meth:`MergeBuilder.execute`."""
         if not isinstance(source, DataFrame):
             raise ValidationError(f"the merge source must be a Spark DataFrame, got {type(source).__name__}")
-        if condition is None:
+        if on is not None and condition is not None:
+            raise ValidationError(
+                "give the merge condition once, as on= or as condition=",
+                hint='e.g. t.alias("t").merge(src.alias("s"), "t.id = s.id")',
+            )
+        on = on if on is not None else condition
+        if on is None:
             raise ValidationError("a merge needs an ON condition", hint='e.g. "t.id = s.id"')
-        return MergeBuilder(self, source, condition)
+        return MergeBuilder(self, source, on)
 
 
 class MergeBuilder:

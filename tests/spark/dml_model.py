@@ -161,9 +161,7 @@ SCENARIOS = [
     Scenario(
         "update_partition_column",
         "UPDATE {t} AS x SET x.cat = 'z' WHERE x.id < 5 OR x.note IS NULL",
-        lambda t, s: update_model(
-            t, lambda r: r["id"] < 5 or r["note"] is None, lambda r: {"cat": "z"}
-        ),
+        lambda t, s: update_model(t, lambda r: r["id"] < 5 or r["note"] is None, lambda r: {"cat": "z"}),
     ),
     Scenario(
         "merge_all_clauses",

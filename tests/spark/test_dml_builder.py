@@ -191,6 +191,29 @@ def test_clause_checks(spark: Any, spark_catalog: Any, table_name: str) -> None:
     assert key(rows_of(spark_catalog, table_name)) == key(target_rows(6))
 
 
+def test_merge_condition_keywords(spark: Any, spark_catalog: Any, table_name: str) -> None:
+    """The ON condition as the issue names it (``on``) and as delta-spark does (``condition``)."""
+    from pyspark.sql import functions as F
+
+    make_table(spark_catalog, table_name, "merge-on-read", target_rows(6))
+    t = icefloe.spark.table(spark, table_name).alias("t")
+    src = source_df(spark).alias("s")
+    with pytest.raises(ValidationError, match="once"):
+        t.merge(src, on="t.id = s.id", condition="t.id = s.id")
+    with pytest.raises(ValidationError, match="ON condition"):
+        t.merge(src)
+    t.merge(src, on="t.id = s.id").when_matched_update(set={"note": "'on'"}, condition="t.id = 2").execute()
+    r = (
+        t.merge(src, condition=F.col("t.id") == F.col("s.id"))
+        .when_matched_update(set={"note": "'condition'"}, condition=F.col("t.id") == 5)
+        .execute()
+    )
+    assert (r.rows_updated, r.rows_inserted, r.rows_deleted) == (1, 0, 0)
+    notes = {2: "on", 5: "condition"}
+    want = [{**r, "note": notes[r["id"]]} if r["id"] in notes else r for r in target_rows(6)]
+    assert key(rows_of(spark_catalog, table_name)) == key(want)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_schema_evolution(spark: Any, spark_catalog: Any, table_name: str, mode: str) -> None:
     make_table(spark_catalog, table_name, mode, target_rows(6))
@@ -349,3 +372,23 @@ def test_read_metadata_columns(spark: Any, spark_catalog: Any, table_name: str, 
     # cat a = 0, 3, 6, 9 at positions 0..3 (3 is deleted), cat b = 1, 4, 7
     pos = {r["id"]: r["_pos"] for r in rows}
     assert (pos[0], pos[6], pos[9], pos[1], pos[4]) == (0, 2, 3, 0, 1)
+
+
+def test_copy_on_write_rewrites_only_files_with_a_match(
+    spark: Any, spark_catalog: Any, table_name: str
+) -> None:
+    """Six candidate files (the source's ids 2 and 35 fall in every file's id range); only the
+    two files holding ids 2 and 35 (both cat c) are read again and replaced."""
+    make_table(spark_catalog, table_name, "copy-on-write", target_rows(40))
+    src = source_df(spark, [{"id": i, "cat": "x", "v": -i, "note": None, "op": "U"} for i in (2, 35)])
+    r = (
+        icefloe.spark.table(spark, table_name)
+        .alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .when_matched_update(set={"v": "s.v"})
+        .execute()
+    )
+    assert (r.files_planned, r.files_rewritten, r.data_files_removed) == (6, 2, 2)
+    assert r.rows_updated == 2 and r.rows_copied == len([x for x in target_rows(40) if x["cat"] == "c"]) - 2
+    want = [{**x, "v": -x["id"]} if x["id"] in (2, 35) else x for x in target_rows(40)]
+    assert key(rows_of(spark_catalog, table_name)) == key(want)

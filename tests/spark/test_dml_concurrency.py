@@ -170,3 +170,79 @@ def test_conflict_leaves_no_files_behind(
         for p in spark_catalog.load_table(table_name).inspect.all_files().column("file_path").to_pylist()
     }
     assert on_disk == table_files  # the UPDATE's data and delete files are gone
+
+
+def _key_merge(spark: Any, name: str) -> None:
+    """MERGE of ids 3 (update), 29 (update) and 50 (insert): the source's few keys become the
+    conflict filter ``id IN (3, 29, 50)``."""
+    src = spark.createDataFrame(
+        [(3, "a", -3, "m", "U"), (29, "c", -29, "m", "U"), (50, "c", 5, "x", "I")], SOURCE_DDL
+    )
+    (
+        icefloe.spark.table(spark, name)
+        .alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .when_matched_update(set={"v": "s.v"})
+        .when_not_matched_insert(values={c: f"s.{c}" for c in COLUMNS})
+        .execute()
+    )
+
+
+MERGED = [{**r, "v": -r["id"]} if r["id"] in (3, 29) else r for r in target_rows(30)]
+ROW_50 = {"id": 50, "cat": "c", "v": 5, "note": "x"}
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_merge_vs_append_of_a_key_the_source_has(
+    spark: Any, spark_catalog: Any, table_name: str, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The appended row has key 50, which the MERGE inserts: at serializable isolation the MERGE
+    would have matched it, so it fails (no duplicate key)."""
+    _table(spark_catalog, table_name, mode)
+    appended = {"id": 50, "cat": "c", "v": 0, "note": "arrow"}
+    _race(monkeypatch, spark_catalog, table_name, lambda t: t.append(arrow([appended])))
+    with pytest.raises(ConflictingDataFilesError):
+        _key_merge(spark, table_name)
+    assert _rows(spark_catalog, table_name) == key([*target_rows(30), appended])
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_merge_vs_append_of_other_keys_in_the_same_partition(
+    spark: Any, spark_catalog: Any, table_name: str, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Key 40 is not one of the source's keys (the conflict filter comes from the join keys, not
+    only the partitions): both land, at serializable isolation."""
+    _table(spark_catalog, table_name, mode)
+    appended = {"id": 40, "cat": "c", "v": 0, "note": "arrow"}
+    _race(monkeypatch, spark_catalog, table_name, lambda t: t.append(arrow([appended])))
+    _key_merge(spark, table_name)
+    assert _rows(spark_catalog, table_name) == key([*MERGED, ROW_50, appended])
+
+
+def test_merge_snapshot_isolation_vs_append_of_a_key_the_source_has(
+    spark: Any, spark_catalog: Any, table_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At snapshot isolation new data files are not checked (as in Iceberg's Spark integration):
+    both land, key 50 twice."""
+    _table(spark_catalog, table_name, "merge-on-read", **{"write.merge.isolation-level": "snapshot"})
+    appended = {"id": 50, "cat": "c", "v": 0, "note": "arrow"}
+    _race(monkeypatch, spark_catalog, table_name, lambda t: t.append(arrow([appended])))
+    _key_merge(spark, table_name)
+    assert _rows(spark_catalog, table_name) == key([*MERGED, ROW_50, appended])
+
+
+def test_merge_on_read_update_vs_compaction_of_the_file(
+    spark: Any, spark_catalog: Any, table_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction replaced the data file the UPDATE's position deletes point at: the deletes would
+    miss the rewritten rows (validateDataFilesExist) -> MissingFilesError, the compaction stays."""
+    _table(spark_catalog, table_name, "merge-on-read", **{"write.update.isolation-level": "snapshot"})
+    _race(
+        monkeypatch,
+        spark_catalog,
+        table_name,
+        lambda t: t.maintenance.rewrite_data_files(options={"rewrite-all": "true"}),
+    )
+    with pytest.raises(MissingFilesError):
+        icefloe.spark.table(spark, table_name).update("id = 4", set={"v": "0"})
+    assert _rows(spark_catalog, table_name) == key(target_rows(30))
