@@ -67,6 +67,7 @@ from icefloe.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     ConfigError,
+    IcefloeError,
     NamespaceAlreadyExistsError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -365,8 +366,15 @@ class SqlCatalog(Catalog):
     # ------------------------------------------------------------------ pointers
     def _load_pointer(self, identifier: Identifier) -> str | None:
         t = self._tables_t.c
-        with self._engine.connect() as conn:
-            row = conn.execute(select(t.metadata_location).where(self._table_key(identifier))).first()
+        try:
+            with self._engine.connect() as conn:
+                row = conn.execute(select(t.metadata_location).where(self._table_key(identifier))).first()
+        except SQLAlchemyError as e:
+            raise IcefloeError(
+                f"cannot read table {'.'.join(identifier)!r} from the catalog database: {e}",
+                hint="the catalog database failed; retry",
+                identifier=identifier,
+            ) from e
         return None if row is None else row[0]
 
     def _insert_pointer(self, identifier: Identifier, metadata_location: str) -> None:
@@ -484,7 +492,7 @@ class SqlCatalog(Catalog):
     def _landed(self, identifier: Identifier, new: str) -> bool:
         try:
             return self._load_pointer(identifier) == new
-        except SQLAlchemyError:
+        except IcefloeError:
             return False
 
     def _delete_pointer(self, identifier: Identifier) -> bool:
