@@ -154,9 +154,12 @@ def test_writers_on_separate_handles_all_land(env: Env) -> None:
 
 def test_a_conflict_leaves_no_file_behind(env: Env) -> None:
     """A serializable copy-on-write delete that rewrites part of a file, while a concurrent writer
-    appended a row it would have deleted, fails with a ConflictError; its rewritten data file,
-    manifests and manifest list are deleted again."""
+    appended a row it would have deleted, fails with a ConflictError when statement restarts are
+    off; its rewritten data file, manifests and manifest list are deleted again."""
     t = make_table(env)
+    with t.transaction() as tx:
+        tx.set_properties(**{"commit.statement-restart.max-attempts": "1"})
+    t = t.refresh()
     t.append(arrow([(1, "a", 1), (2, "a", 2)]))
     stale = env.reopen().load_table("db.t")
     env.catalog.load_table("db.t").append(arrow([(1, "a", 10)]))  # matches the delete's filter
@@ -164,6 +167,19 @@ def test_a_conflict_leaves_no_file_behind(env: Env) -> None:
         stale.delete("id = 1")
     t = t.refresh()
     assert rows_of(t) == [(1, "a", 1), (1, "a", 10), (2, "a", 2)]
+    assert env.store.files(t.location) == live_files(env, t)
+
+
+def test_a_restarted_delete_leaves_no_file_behind(env: Env) -> None:
+    """The same conflict with restarts on (the default): the delete runs again on the new snapshot,
+    removes both matching rows, and the first attempt's files are deleted."""
+    t = make_table(env)
+    t.append(arrow([(1, "a", 1), (2, "a", 2)]))
+    stale = env.reopen().load_table("db.t")
+    env.catalog.load_table("db.t").append(arrow([(1, "a", 10)]))
+    stale.delete("id = 1")
+    t = t.refresh()
+    assert rows_of(t) == [(2, "a", 2)]
     assert env.store.files(t.location) == live_files(env, t)
 
 
