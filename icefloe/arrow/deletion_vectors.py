@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from icefloe.arrow.deletes import _positions
 from icefloe.arrow.writer import write_options
 from icefloe.errors import UnsupportedFeatureError, ValidationError
 from icefloe.io.puffin_writer import PuffinWriter
@@ -61,29 +62,6 @@ class DVWriteResult:
     @property
     def referenced(self) -> set[str]:
         return {f.referenced_data_file for f in self.added if f.referenced_data_file}
-
-
-def _positions(value: Any, path: str) -> np.ndarray[Any, np.dtype[np.int64]]:
-    import pyarrow as pa
-
-    if isinstance(value, pa.ChunkedArray):
-        value = value.combine_chunks()
-    if isinstance(value, pa.Array):
-        if value.null_count:
-            raise ValidationError(f"positions for {path} contain nulls")
-        value = value.to_numpy(zero_copy_only=False)
-    arr = np.asarray(value)
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype.kind not in "iu":
-        raise ValidationError(
-            f"positions for {path} must be integers, got {arr.dtype}",
-            hint="pass a pyarrow int64 array or a numpy integer array",
-        )
-    out: np.ndarray[Any, np.dtype[np.int64]] = arr.astype(np.int64, copy=False).ravel()
-    if out.size and int(out.min()) < 0:
-        raise ValidationError(f"positions for {path} must be >= 0")
-    return out
 
 
 def puffin_location(metadata: TableMetadata, write_uuid: str | uuid_mod.UUID | None = None) -> str:
@@ -135,7 +113,7 @@ def write_deletion_vectors(
                 hint="the table metadata is invalid; rewrite the deletes with Iceberg Java",
             )
         old = loader.positions(io, path, previous) if previous else None
-        bitmap_positions = np.union1d(new, old) if old is not None and len(old) else np.unique(new)
+        bitmap_positions = np.union1d(new, old) if old is not None and len(old) else new
         merged[path] = (f, bitmap_positions)
         result.rewritten.extend(
             d for d in previous if d.file_format == FileFormat.PUFFIN or referenced_data_file(d) == path
