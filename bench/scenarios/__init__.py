@@ -56,6 +56,11 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
         "run",
         "Spark MERGE (half updates, half inserts) and DELETE 1% in both write modes vs Iceberg Java 1.10",
     ),
+    "small-files": (
+        "bench.scenarios.small_files",
+        "run",
+        "to_arrow of 1,200 small files (300 appends), full/filtered, +- position deletes, vs pyarrow",
+    ),
     "rest-concurrent": (
         "bench.scenarios.rest",
         "run_throughput",

@@ -732,7 +732,7 @@ class InspectTable:
                 extra["partition"] = coerce(f)
             pieces.append(read_position_delete_file(self._table.io, f, md.schema(), arrow_schema, extra))
         if not pieces:
-            return arrow_schema.empty_table()
+            return pa.Table.from_batches([], schema=arrow_schema)
         return pa.concat_tables(pieces)
 
 

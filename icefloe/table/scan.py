@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from icefloe._optional import require
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from icefloe.arrow._scan_groups import ReadOptions
     from icefloe.scan.task import FileScanTask
     from icefloe.spec.schema import Schema
     from icefloe.spec.snapshot import Snapshot
@@ -212,45 +212,80 @@ class DataScan:
             name_mapping=self.table.metadata.properties.get("schema.name-mapping.default"),
         )
 
+    def _read_options(self) -> ReadOptions:
+        from icefloe.arrow._scan_groups import (
+            DEFAULT_BATCH_READAHEAD,
+            DEFAULT_FRAGMENT_READAHEAD,
+            ReadOptions,
+        )
+        from icefloe.arrow.reader import DEFAULT_BATCH_SIZE
+
+        def number(key: str, default: int) -> int:
+            try:
+                value = int(self.options.get(key, default))
+            except ValueError:
+                raise ValidationError(
+                    f"scan option {key} must be an integer, got {self.options[key]!r}"
+                ) from None
+            if value < 1:
+                raise ValidationError(f"scan option {key} must be >= 1, got {value}")
+            return value
+
+        return ReadOptions(
+            self._projection,
+            self._schema,
+            self.case_sensitive,
+            batch_size=number("read.batch-size", DEFAULT_BATCH_SIZE),
+            # Files written without field ids (e.g. migrated tables) resolve columns through it.
+            name_mapping=self.table.metadata.properties.get("schema.name-mapping.default"),
+            fragment_readahead=number("read.fragment-readahead", DEFAULT_FRAGMENT_READAHEAD),
+            batch_readahead=number("read.batch-readahead", DEFAULT_BATCH_READAHEAD),
+            threads=number("read.threads", 4),
+        )
+
     def _batches(self) -> Iterator[pa.RecordBatch]:
+        from icefloe.arrow._scan_groups import stream_batches
+
         remaining = self.limit
         if remaining == 0:
             return
-        for task in self.plan_files():
-            for batch in self._read_task(task):
-                if remaining is not None:
-                    if batch.num_rows >= remaining:
-                        yield batch.slice(0, remaining)
-                        return
-                    remaining -= batch.num_rows
-                if batch.num_rows:
-                    yield batch
+        for batch in stream_batches(self.table.io, self.plan_files(), self._read_options()):
+            if remaining is not None:
+                if batch.num_rows >= remaining:
+                    yield batch.slice(0, remaining)
+                    return
+                remaining -= batch.num_rows
+            if batch.num_rows:
+                yield batch
 
     def to_batches(self) -> pa.RecordBatchReader:
-        """Stream the rows one file at a time (bounded memory)."""
+        """Stream the rows in plan order, with bounded read-ahead.
+
+        Small files (up to 4 MiB) are decoded by Arrow's dataset scanner, at most
+        ``read.fragment-readahead`` files in flight (scan option, default 4), each with at most
+        ``read.batch-readahead`` decoded batches waiting (default 4) of ``read.batch-size`` rows
+        (default 131,072); larger files are read one at a time. The Arrow memory held at once,
+        beyond the process's fixed costs and the consumer's batch, is at most
+        ``(fragment_readahead + 1) * (2 * file_bytes + (batch_readahead + 2) * batch_bytes)``
+        (:func:`icefloe.arrow._scan_groups.memory_bound`; ``file_bytes`` the largest small file
+        or a large file's largest row group, ``batch_bytes`` a decoded batch) whatever the
+        table's size; peak RSS adds the allocator's retention (25-60 MB measured). Measured in
+        ``tests/table/test_batches_memory.py`` and bench/README.md; see docs/architecture.md."""
         import pyarrow as pa
 
         return pa.RecordBatchReader.from_batches(self.arrow_schema(), self._batches())
 
     def to_arrow(self) -> pa.Table:
-        """Read everything into one Arrow table (files are read in parallel, kept in plan order)."""
+        """Read everything into one Arrow table, in plan order (row order within a file kept).
+        Groups of small files are decoded by Arrow's dataset scanner on its threads; larger files
+        are read in parallel by ``read.threads`` Python threads (scan option, default 4)."""
         import pyarrow as pa
 
-        schema = self.arrow_schema()
+        from icefloe.arrow._scan_groups import read_table
+
         if self.limit is not None:
-            return pa.Table.from_batches(list(self._batches()), schema=schema)
-        tasks = self.plan_files()
-
-        def read_all(task: FileScanTask) -> list[pa.RecordBatch]:
-            return [b for b in self._read_task(task) if b.num_rows]
-
-        workers = int(self.options.get("read.threads", "4"))
-        if len(tasks) > 1 and workers > 1:
-            with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-                parts = list(pool.map(read_all, tasks))
-        else:
-            parts = [read_all(t) for t in tasks]
-        return pa.Table.from_batches([b for p in parts for b in p], schema=schema)
+            return pa.Table.from_batches(list(self._batches()), schema=self.arrow_schema())
+        return read_table(self.table.io, self.plan_files(), self._read_options())
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """Read everything into a pandas DataFrame (needs ``icefloe[pandas]``)."""
@@ -285,7 +320,9 @@ class DataScan:
                     remaining -= frame.height
                 yield frame
 
-        schema = polars.from_arrow(self.arrow_schema().empty_table()).schema
+        import pyarrow as pa
+
+        schema = polars.from_arrow(pa.Table.from_batches([], schema=self.arrow_schema())).schema
         return register_io_source(source, schema=schema)  # type: ignore[no-any-return]
 
     def to_duckdb(
