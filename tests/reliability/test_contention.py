@@ -13,8 +13,27 @@ Afterwards (the targets of issue 15):
 
 - 0 failed appends: an append cannot conflict, it retries until the total timeout;
 - every failure typed (an icefloe `ConflictError` or `CommitFailedError`);
-- 0 lost or duplicated rows: replaying the operations that landed, in commit order, on the
-  initial rows gives exactly the table's rows; every landed snapshot is in the table once;
+- 0 lost or duplicated rows, and serializable results: every landed snapshot is in the table
+  once, and a serial order of the landed operations explains every snapshot, checked step by
+  step (``_serial_check.py``): the rows of each snapshot S_i (read by time travel) must equal the
+  rows of S_(i-1) with the operation applied (its arguments are logged, its snapshot carries a
+  ``stress.op`` summary property), or the operation must be movable to an earlier place of the
+  serial order, not before the snapshot it started from, from where replaying it and every
+  operation after it gives S_i. The first step that no serial order explains fails the test with
+  the snapshot, the operation and the rows that differ.
+
+  Why a move can be legal: commit order is not always the serial order. A delete whose every
+  matched file matches wholly is committed by metadata (``DeleteFiles``), whose only check is
+  that the files it removes are still there; it does not check for new data files in its range
+  (test_validation.py's
+  test_a_metadata_only_delete_has_a_serial_order_with_a_concurrent_append). An overwrite of an id
+  that was absent when the delete read the table, committed first, is then kept by the delete:
+  legal as "delete, then overwrite", since the overwrite removed nothing the delete removes (else
+  the delete's file check fails) and reads nothing the delete changes. Every other statement here
+  checks new data files in its filter (serializable), so only such moves are expected; the replay
+  after the moved operation is what rejects a move that a later operation would have observed (an
+  update of a row the moved delete removes, say). Replaying in commit order is kept as the figure
+  ``replay_in_commit_order_matches``: False is no failure when the serial-order check passes.
 - nothing left behind: no file under the table's location that its history does not reference.
 
 In the default suite: 6 processes x 12 s on SQLite. On demand (``ICEFLOE_STRESS=1``): 16 processes x
@@ -39,8 +58,9 @@ from typing import Any
 import pytest
 
 # The commit-protocol tests' operation helpers (tests/transaction/_model.py), for the test and the
-# worker processes alike.
+# worker processes alike, and the serial-order check next to this file.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "transaction"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _model import (  # type: ignore[import-not-found]
     Row,
     arrow_rows,
@@ -49,6 +69,7 @@ from _model import (  # type: ignore[import-not-found]
     sequence_number_violations,
     table_rows,
 )
+from _serial_check import SnapshotReader, check_serial_order  # type: ignore[import-not-found]
 
 FULL = os.environ.get("ICEFLOE_STRESS") == "1"
 PROCESSES = int(os.environ.get("ICEFLOE_STRESS_PROCESSES", "16" if FULL else "6"))
@@ -97,17 +118,23 @@ def apply_model(rows: list[Row], op: dict[str, Any]) -> list[Row]:
     raise AssertionError(kind)
 
 
-def run_op(table: Any, op: dict[str, Any]) -> Any:
+def run_op(table: Any, op: dict[str, Any], tag: str = "") -> Any:
+    """Run ``op`` on ``table``; its snapshot carries ``tag`` as the ``stress.op`` summary property."""
     import pyarrow.compute as pc
 
+    props = {"stress.op": tag} if tag else None
     kind = op["kind"]
     if kind == "append":
-        return table.append(arrow_rows([tuple(r) for r in op["rows"]]))
+        return table.append(arrow_rows([tuple(r) for r in op["rows"]]), props)
     if kind == "delete":
-        return table.delete(f"id >= {op['lo']} and id < {op['hi']}")
+        return table.delete(f"id >= {op['lo']} and id < {op['hi']}", props)
     if kind == "overwrite":
-        return table.overwrite(arrow_rows([tuple(r) for r in op["rows"]]), where=f"id = {op['key']}")
-    return table.update(f"id >= {op['lo']} and id < {op['hi']}", set={"v": pc.field("v") + 1})
+        return table.overwrite(
+            arrow_rows([tuple(r) for r in op["rows"]]), where=f"id = {op['key']}", snapshot_properties=props
+        )
+    return table.update(
+        f"id >= {op['lo']} and id < {op['hi']}", set={"v": pc.field("v") + 1}, snapshot_properties=props
+    )
 
 
 # ---------------------------------------------------------------------- a worker process
@@ -120,8 +147,12 @@ def worker_main(args: dict[str, Any]) -> None:
     counts = {"commits": 0, "attempts": 0, "retries": 0}
     original_commit = Transaction.commit
 
+    # The snapshot the last commit's statement attempt planned on (a restart plans on a newer one).
+    planned_on: list[int | None] = [None]
+
     def counting_commit(self: Transaction) -> Any:
         counts["commits"] += 1
+        planned_on[0] = self._starting_snapshot(self.branch)
         try:
             return original_commit(self)
         finally:
@@ -139,17 +170,33 @@ def worker_main(args: dict[str, Any]) -> None:
         op = plan_op(rng, args["worker"], counter)
         counter += 1
         before = dict(counts)
-        entry: dict[str, Any] = {"op": op}
+        table.refresh()
+        head = table.current_snapshot()
+        # start_snapshot: what the operation planned on (its last attempt's, when it restarted);
+        # it cannot serialize before that snapshot.
+        planned_on[0] = None
+        entry: dict[str, Any] = {
+            "op": op,
+            "worker": args["worker"],
+            "counter": counter - 1,
+            "start_snapshot": head.snapshot_id if head else None,
+        }
         started = time.monotonic()
         try:
-            snapshot = run_op(table.refresh(), op)
+            snapshot = run_op(table, op, f"w{args['worker']}#{counter - 1}")
         except IcefloeError as e:
             entry.update(outcome="failed", error=type(e).__name__, typed=True, message=str(e)[:300])
             entry["statement_attempts"] = e.context.get("statement_attempts")
         except Exception as e:  # recorded, and failed on by the test
             entry.update(outcome="failed", error=type(e).__name__, typed=False, message=str(e)[:300])
         else:
-            entry.update(outcome="ok", snapshot_id=snapshot.snapshot_id if snapshot else None)
+            entry.update(
+                outcome="ok",
+                snapshot_id=snapshot.snapshot_id if snapshot else None,
+                sequence_number=snapshot.sequence_number if snapshot else None,
+            )
+            if planned_on[0] is not None:
+                entry["start_snapshot"] = planned_on[0]
         entry["seconds"] = round(time.monotonic() - started, 3)
         entry.update({k: counts[k] - before[k] for k in counts})
         log.append(entry)
@@ -245,17 +292,46 @@ def test_mixed_operations_under_contention(
     assert missing == [], f"operations reported committed whose snapshot is not in the table: {missing[:5]}"
     assert len({e["snapshot_id"] for e in landed}) == len(landed)
     assert set(seq_of) - {e["snapshot_id"] for e in landed} == {table.snapshots()[0].snapshot_id}
+    assert all(seq_of[e["snapshot_id"]] == e["sequence_number"] for e in landed)
     landed.sort(key=lambda e: seq_of[e["snapshot_id"]])
+    assert len(rows) == len({r[0] for r in rows}), "duplicated rows"
     expected: list[Row] = list(initial)
     for e in landed:
         expected = apply_model(expected, e["op"])
-    assert len(rows) == len({r[0] for r in rows}), "duplicated rows"
-    # Commit order is not always the serial order: a delete that drops whole files by metadata
-    # serializes before an append or overwrite that committed first (test_validation.py's
-    # test_a_metadata_only_delete_has_a_serial_order_with_a_concurrent_append). So the replay in
-    # commit order is a figure, and the hard checks are on the appended rows.
     figures["replay_in_commit_order_matches"] = rows == sorted(expected)
-    print("replay in commit order matches:", figures["replay_in_commit_order_matches"])
+
+    # The step-by-step serial-order check (tests/reliability/_serial_check.py).
+    checked = time.monotonic()
+    reader = SnapshotReader(table)
+    snapshot_by_id = {s.snapshot_id: s for s in table.snapshots()}
+
+    def describe_snapshot(snapshot_id: int) -> dict[str, Any]:
+        s = snapshot_by_id[snapshot_id]
+        return {
+            "snapshot_id": snapshot_id,
+            "sequence_number": s.sequence_number,
+            "parent": s.parent_snapshot_id,
+            "summary": s.summary.to_json(),
+        }
+
+    result = check_serial_order(initial, table.snapshots()[0].snapshot_id, landed, reader, describe_snapshot)
+    figures["serial_order"] = {
+        "ok": result["ok"],
+        "steps_checked": result["steps"],
+        "reordered": len(result["reordered"]),
+        "tasks_read": reader.tasks_read,
+        "seconds": round(time.monotonic() - checked, 1),
+        "replay_in_commit_order_matches": figures["replay_in_commit_order_matches"],
+    }
+    print("serial order check:", json.dumps(figures["serial_order"]))
+    for r in result["reordered"][:5]:
+        print("  legal reordering:", json.dumps(r)[:600])
+    record_property("contention_serial_order", json.dumps(figures["serial_order"], sort_keys=True))
+    assert result["ok"], "no serial order explains the snapshots:\n" + json.dumps(
+        result["violation"], indent=1, default=str
+    )
+    assert rows == reader(landed[-1]["snapshot_id"])
+
     appended_ids = [r[0] for r in rows if r[0] >= 1_000_000]
     assert len(appended_ids) == len(set(appended_ids))
     assert len(appended_ids) == sum(len(e["op"]["rows"]) for e in landed if e["op"]["kind"] == "append")
