@@ -356,7 +356,7 @@ def test_a_damaged_row_group_fails_in_the_middle_of_the_stream(tmp_path: Path) -
     with pytest.raises(CorruptFileError) as info:
         got.extend(batches)
     assert info.value.context == {"path": path, "file_kind": "data file"}
-    assert "ZSTD" in str(info.value)
+    assert "CRC checksum verification failed" in str(info.value)  # the page CRC catches it first
     assert sum(b.num_rows for b in got) >= 50
     with pytest.raises(CorruptFileError):
         list(t.scan().to_batches())

@@ -51,6 +51,7 @@ from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
 from icefloe.errors import IcefloeError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
+from icefloe.io._decode import PARQUET_READ
 from icefloe.manifest import DataFileContent, FileFormat
 from icefloe.spec.types import DoubleType, FloatType, NestedField, PrimitiveType
 
@@ -191,7 +192,7 @@ def _open(io: FileIO, tasks: Sequence[FileScanTask]) -> list[_Opened]:
     """Each task of one window with its Parquet fragment, file system and physical schema (the footer is read
     here, once: the scan reuses it), or None for the tasks the per-file path reads."""
     resolve = _filesystem(io)
-    fmt = ds.ParquetFileFormat()
+    fmt = _parquet_format()
     out: list[_Opened] = []
     for task in tasks:
         if isinstance(task.residual, AlwaysFalse):
@@ -385,7 +386,7 @@ def _read_position_files(io: FileIO, files: list[DataFile], loader: DeleteLoader
     resolve = _filesystem(io)
     if resolve is None:
         return
-    fmt = ds.ParquetFileFormat()
+    fmt = _parquet_format()
     by_schema: dict[bytes, tuple[list[Any], list[DataFile], pa.Schema, Any]] = {}
     for d in files:
         try:
@@ -402,7 +403,7 @@ def _read_position_files(io: FileIO, files: list[DataFile], loader: DeleteLoader
         columns = [names.get(_POSITION_IDS[0], "file_path"), names.get(_POSITION_IDS[1], "pos")]
         if any(c not in schema.names for c in columns):
             continue
-        read = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=[columns[0]]))
+        read = _parquet_format(read_options=ds.ParquetReadOptions(dictionary_columns=[columns[0]]))
         fragments = [read.make_fragment(f.path, filesystem) for f in fragments]
         parts: dict[str, list[pa.RecordBatch]] = {f.path: [] for f in fragments}
         try:
@@ -429,7 +430,13 @@ _NONE: np.ndarray[Any, Any] = np.zeros(0, dtype=np.int64)
 
 
 def _dataset(group: _Group, readahead: tuple[int, int] | None = None) -> ds.FileSystemDataset:
-    return ds.FileSystemDataset(group.fragments, group.file_schema, ds.ParquetFileFormat(), group.filesystem)
+    return ds.FileSystemDataset(group.fragments, group.file_schema, _parquet_format(), group.filesystem)
+
+
+def _parquet_format(**kwargs: Any) -> ds.ParquetFileFormat:
+    """Arrow's Parquet format with page CRCs verified (icefloe.io._decode.PARQUET_READ)."""
+    options = ds.ParquetFragmentScanOptions(**PARQUET_READ)
+    return ds.ParquetFileFormat(default_fragment_scan_options=options, **kwargs)
 
 
 def _scan_group_table(io: FileIO, group: _Group, opts: ReadOptions) -> pa.Table:

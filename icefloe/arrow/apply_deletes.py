@@ -45,7 +45,7 @@ from icefloe.arrow._name_mapping import annotate_field_ids, has_field_ids, mappi
 from icefloe.arrow.schema import arrow_to_schema, field_id_of, type_to_arrow
 from icefloe.errors import CorruptFileError, InvalidMetadataError, SchemaError, UnsupportedFeatureError
 from icefloe.io import FileIO
-from icefloe.io._decode import EQUALITY_DELETE_FILE, POSITION_DELETE_FILE, decoding
+from icefloe.io._decode import EQUALITY_DELETE_FILE, PARQUET_READ, POSITION_DELETE_FILE, decoding
 from icefloe.io.puffin import deletion_vector_positions, read_blob
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.schema import Schema
@@ -197,10 +197,10 @@ class DeleteLoader:
 
     def _read_whole_position_file(self, io: FileIO, d: DataFile) -> _PositionsByPath:
         with decoding(d.file_path, POSITION_DELETE_FILE), io.new_input(d.file_path).open() as stream:
-            pf = pq.ParquetFile(stream)
+            pf = pq.ParquetFile(stream, **PARQUET_READ)
             path_col, pos_col = _position_columns(pf, d)
             # Paths repeat: read them dictionary-encoded (reusing the footer already parsed).
-            pf = pq.ParquetFile(stream, metadata=pf.metadata, read_dictionary=[path_col])
+            pf = pq.ParquetFile(stream, metadata=pf.metadata, read_dictionary=[path_col], **PARQUET_READ)
             table = pf.read(columns=[path_col, pos_col])
             _check_position_types(table, d)
         self.files_read += 1
@@ -208,7 +208,7 @@ class DeleteLoader:
 
     def _read_positions_for(self, io: FileIO, d: DataFile, data_path: str) -> Int64Array:
         with decoding(d.file_path, POSITION_DELETE_FILE), io.new_input(d.file_path).open() as stream:
-            pf = pq.ParquetFile(stream)
+            pf = pq.ParquetFile(stream, **PARQUET_READ)
             path_col, pos_col = _position_columns(pf, d)
             path_index = pf.schema_arrow.get_field_index(path_col)
             meta = pf.metadata
@@ -243,7 +243,7 @@ class DeleteLoader:
         _check_parquet(d)
         eq_ids = tuple(d.equality_ids or ())
         with decoding(d.file_path, EQUALITY_DELETE_FILE), io.new_input(d.file_path).open() as stream:
-            pf = pq.ParquetFile(stream)
+            pf = pq.ParquetFile(stream, **PARQUET_READ)
             file_schema = pf.schema_arrow
             annotated = not has_field_ids(file_schema)
             if annotated:

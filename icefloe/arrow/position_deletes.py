@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from icefloe.arrow.apply_deletes import _check_parquet, _check_position_types, _position_columns
 from icefloe.arrow.schema import field_id_of
-from icefloe.io._decode import POSITION_DELETE_FILE, decoding
+from icefloe.io._decode import PARQUET_READ, POSITION_DELETE_FILE, decoding
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -32,7 +32,7 @@ def read_position_delete_file(
     _check_parquet(delete_file)
     path = delete_file.file_path
     with decoding(path, POSITION_DELETE_FILE), io.new_input(path).open() as stream:
-        pf = pq.ParquetFile(stream)
+        pf = pq.ParquetFile(stream, **PARQUET_READ)
         path_col, pos_col = _position_columns(pf, delete_file)
         row_col = next((f.name for f in pf.schema_arrow if field_id_of(f) == _ROW_ID), None)
         table = pf.read(columns=[c for c in (path_col, pos_col, row_col) if c is not None])

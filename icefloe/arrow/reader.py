@@ -60,7 +60,7 @@ from icefloe.expressions.visitors.inclusive_metrics import InclusiveMetricsEvalu
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.io import FileIO
-from icefloe.io._decode import DATA_FILE, decoding
+from icefloe.io._decode import DATA_FILE, PARQUET_READ, decoding
 from icefloe.manifest import FileFormat
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
@@ -148,7 +148,7 @@ def read_task(
         stream = io.new_input(path).open()
     try:
         with decoding(path, DATA_FILE):
-            pf = pq.ParquetFile(stream)
+            pf = pq.ParquetFile(stream, **PARQUET_READ)
         yield from _read(
             pf, task, projected_schema, read_schema, residual, batch_size, name_mapping, table_schema, deletes
         )

@@ -45,7 +45,7 @@ from icefloe.arrow.sort import ArrowSortOrder
 from icefloe.arrow.transforms import transform_arrow
 from icefloe.arrow.writer import write_data_files
 from icefloe.errors import ValidationError
-from icefloe.io._decode import DATA_FILE, POSITION_DELETE_FILE, decoding
+from icefloe.io._decode import DATA_FILE, PARQUET_READ, POSITION_DELETE_FILE, decoding
 from icefloe.maintenance._runner import GroupOutcome, delete_quietly
 from icefloe.manifest import DataFile, FileFormat
 from icefloe.scan.task import FileScanTask
@@ -162,7 +162,7 @@ def _read_plain(io: FileIO, task: FileScanTask, target: pa.Schema) -> list[pa.Re
         stream = io.new_input(path).open()
     try:
         with decoding(path, DATA_FILE):
-            pf = pq.ParquetFile(stream, pre_buffer=False)
+            pf = pq.ParquetFile(stream, pre_buffer=False, **PARQUET_READ)
             names = set(pf.schema_arrow.names)
             table = pf.read_row_groups(
                 range(pf.metadata.num_row_groups),
@@ -531,7 +531,7 @@ def read_position_deletes(io: FileIO, delete_file: DataFile) -> pa.Table:
     _check_parquet(delete_file)
     path = delete_file.file_path
     with decoding(path, POSITION_DELETE_FILE), io.new_input(path).open() as stream:
-        pf = pq.ParquetFile(stream)
+        pf = pq.ParquetFile(stream, **PARQUET_READ)
         path_col, pos_col = _position_columns(pf, delete_file)
         table = pf.read(columns=[path_col, pos_col])
     return pa.table({"file_path": table.column(0).cast(pa.string()), "pos": table.column(1).cast(pa.int64())})

@@ -104,3 +104,9 @@ class decoding:
             note_file(error, self.path, self.file_kind)
             return
         raise decode_failure(error, self.path, self.file_kind) from error
+
+
+#: Parquet pages written with a CRC-32 (icefloe's and parquet-mr's writers) are verified when
+#: read, so a damaged page raises instead of decoding as other values; pages without one are read
+#: as they are. Pass as ``pq.ParquetFile(..., **PARQUET_READ)``.
+PARQUET_READ: dict[str, bool] = {"page_checksum_verification": True}
