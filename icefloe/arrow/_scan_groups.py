@@ -46,7 +46,7 @@ from icefloe.arrow._name_mapping import (
 )
 from icefloe.arrow.apply_deletes import DeleteLoader, default_delete_loader
 from icefloe.arrow.expression import arrow_mask, to_arrow_expression
-from icefloe.arrow.reader import _missing, _project, read_task, to_table_layout
+from icefloe.arrow.reader import _missing, project_file_column, read_task, to_table_layout
 from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
 from icefloe.errors import IcefloeError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
@@ -349,7 +349,7 @@ def _project_columns(layout: _Layout, columns: Sequence[Any], n: int, chunked: b
             def one(a: pa.Array, src: pa.Field = src, f: NestedField = f) -> pa.Array:
                 if layout.annotated:
                     a = a.view(src.type)  # same layout; carries the mapped ids on nested fields
-                return _project((a, src), f, len(a), f.name)
+                return project_file_column((a, src), f, len(a))
 
             if chunked:
                 out.append(pa.chunked_array([one(c) for c in columns[i].chunks], type_to_arrow(f.field_type)))

@@ -54,7 +54,7 @@ from icefloe.arrow.apply_deletes import DeleteFilter, DeleteLoader
 from icefloe.arrow.expression import Mask, arrow_mask
 from icefloe.arrow.metrics import row_group_start
 from icefloe.arrow.schema import field_id_of, schema_to_arrow, type_to_arrow
-from icefloe.errors import IcefloeError, SchemaError, UnsupportedFeatureError
+from icefloe.errors import CorruptFileError, IcefloeError, SchemaError, UnsupportedFeatureError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
 from icefloe.expressions.visitors.inclusive_metrics import InclusiveMetricsEvaluator
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
@@ -217,7 +217,10 @@ def _read(
                 arr = arr.view(f.type)  # same layout; carries the mapped ids on nested fields
             file_cols[field_id_of(f)] = (arr, f)  # type: ignore[index]
         if read_schema.fields:
-            arrays = [_project(file_cols.get(f.field_id), f, n, f.name) for f in read_schema.fields]
+            try:
+                arrays = [project_file_column(file_cols.get(f.field_id), f, n) for f in read_schema.fields]
+            except _DamagedColumn as e:
+                raise CorruptFileError.of(path, DATA_FILE, str(e)) from None
             batch = pa.RecordBatch.from_arrays(arrays, schema=read_arrow)
         else:
             batch = raw.select([])  # keeps the row count
@@ -578,6 +581,19 @@ def to_table_layout(
 # --------------------------------------------------------------------------- by-id projection
 
 
+class _DamagedColumn(pa.ArrowInvalid):  # type: ignore[misc]
+    """A top-level column of a data file breaks the table's schema (an ArrowInvalid, so the
+    grouped scan falls back to the per-file reader, which names the file)."""
+
+
+def project_file_column(source: tuple[pa.Array, pa.Field] | None, target: NestedField, n: int) -> pa.Array:
+    """``_project`` of a top-level column read from a data file, which must hold no null where
+    the table's schema says required (nested fields may be null under a null parent)."""
+    if source is not None and target.required and source[0].null_count:
+        raise _DamagedColumn(f"null in required column {target.name!r}")
+    return _project(source, target, n, target.name)
+
+
 def _project(source: tuple[pa.Array, pa.Field] | None, target: NestedField, n: int, path: str) -> pa.Array:
     if source is None:
         return _missing(target, n, path)
@@ -587,6 +603,17 @@ def _project(source: tuple[pa.Array, pa.Field] | None, target: NestedField, n: i
         arr = arr.combine_chunks()
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    kind_ok = {
+        StructType: pa.types.is_struct,
+        ListType: lambda a: (
+            pa.types.is_list(a) or pa.types.is_large_list(a) or pa.types.is_fixed_size_list(a)
+        ),
+        MapType: pa.types.is_map,
+    }.get(type(t))
+    if kind_ok is not None and not kind_ok(arr.type):
+        raise SchemaError(
+            f"column {path!r}: the file holds {arr.type}, which cannot be read as {t}", column=path
+        )
     if isinstance(t, StructType):
         return _project_struct(arr, t, path)
     if isinstance(t, ListType):

@@ -29,16 +29,6 @@ from icefloe.manifest import ManifestContent, read_manifest, read_manifest_list
 CASES = int(os.environ.get("ICEFLOE_FUZZ", "80"))
 SEED = int(os.environ.get("ICEFLOE_FUZZ_SEED", "1"))
 
-# Reported, not fixed here (icefloe/arrow/reader.py belongs to another change): a Parquet data file
-# that stores a null in a column the schema requires reads with the null in a non-nullable column.
-KNOWN = {("data", "wrong", "null:")}
-
-
-def _known(finding: tuple[str, int, str, str, str]) -> bool:
-    fmt, _, outcome, mutation, _ = finding
-    return any(fmt == f and outcome == o and m in mutation for f, o, m in KNOWN)
-
-
 @pytest.fixture(scope="module")
 def corpus() -> Iterator[Path]:
     with fh.temporary_corpus() as path:
@@ -49,7 +39,7 @@ def corpus() -> Iterator[Path]:
 def test_mutated_files_read_or_raise_typed(corpus: Path, fmt: str) -> None:
     counts, findings = fh.run_cases(corpus, fmt, SEED, 0, CASES, timeout=300)
     assert sum(counts.values()) == CASES
-    bad = [f for f in findings if f[2] in fh.BAD and not _known(f)]
+    bad = [f for f in findings if f[2] in fh.BAD]
     assert not bad, "\n".join(" | ".join(map(str, f)) for f in bad)
     # Native aborts inside pyarrow are counted, not failed on: the worker restarts after them.
     print(fmt, dict(counts))
@@ -176,7 +166,6 @@ def test_a_null_in_a_position_delete_file_is_corrupt(runner: fh.Runner, column: 
     fh._clear_caches()
 
 
-@pytest.mark.xfail(strict=True, reason="icefloe/arrow/reader.py does not check nulls in required columns yet")
 def test_a_null_in_a_required_data_column_is_corrupt(runner: fh.Runner) -> None:
     from icefloe.errors import IcefloeError
     from icefloe.table import Table
@@ -193,8 +182,9 @@ def test_a_null_in_a_required_data_column_is_corrupt(runner: fh.Runner) -> None:
     buf = stdio.BytesIO()
     pq.write_table(table, buf)
     io = fh.OverlayIO(t.io, {path: buf.getvalue()})
-    with pytest.raises(IcefloeError):
+    with pytest.raises(IcefloeError, match="null in required column 'id'") as e:
         Table(t.identifier, t.metadata, "x", io, None).scan().to_arrow()  # type: ignore[arg-type]
+    assert isinstance(e.value, CorruptFileError) and e.value.context["path"] == path
 
 
 @pytest.mark.parametrize(
@@ -216,3 +206,19 @@ def test_specs_and_sort_orders_must_reference_known_columns(
     change(doc)
     with pytest.raises(CorruptFileError, match=message):
         read_metadata_json(json.dumps(doc), s.metadata_location)
+
+
+def test_a_column_of_the_wrong_nested_kind_is_a_typed_error() -> None:
+    """A file column carrying a map's field id but holding a struct (fuzz case data 1124) used to
+    raise AttributeError deep in the map projection."""
+    from icefloe.arrow.reader import to_table_layout
+    from icefloe.arrow.schema import FIELD_ID_KEY
+    from icefloe.errors import SchemaError
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import IntegerType, MapType, NestedField, StringType
+
+    schema = Schema(NestedField(1, "m", MapType(2, StringType(), 3, IntegerType()), False))
+    struct = pa.StructArray.from_arrays([pa.array([1])], names=["x"])
+    field = pa.field("m", struct.type, metadata={FIELD_ID_KEY: b"1"})
+    with pytest.raises(SchemaError, match="cannot be read as map"):
+        to_table_layout(pa.RecordBatch.from_arrays([struct], schema=pa.schema([field])), schema)
