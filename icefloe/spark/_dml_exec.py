@@ -8,7 +8,9 @@
     execute   read the candidates with their file and position (Spark's Parquet reader, position
               deletes by anti-join; or icefloe's reader in Python workers) and join the source
                 merge-on-read   rows to delete or add -> executors write data files and one
-                                position delete file per data file (icefloe.spark._dml_runner)
+                                position delete file per data file (icefloe.spark._dml_runner);
+                                format v3: a deletion vector per data file that replaces the
+                                file's earlier deletes in the same commit
                 copy-on-write   1. the files holding a matched row (a semi-join, few columns)
                                 2. those files re-read whole, joined again: every kept, updated
                                    and inserted row -> executors write the new files
@@ -29,7 +31,7 @@ import functools
 import json
 import uuid as uuid_mod
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -305,10 +307,11 @@ class RowLevelChange:
         from icefloe.transaction.conflicts import isolation_level
 
         table = self._load()
-        if table.format_version != 2:
+        if table.format_version not in (2, 3):
             raise UnsupportedFeatureError(
                 f"table {table.name} is format version {table.format_version}; icefloe changes rows "
-                "of format version 2 tables"
+                "of format version 2 and 3 tables",
+                hint="upgrade the table to format version 2 or 3" if table.format_version < 2 else None,
             )
         write_metadata, schema_change = self.prepare(table)
         props = dict(table.metadata.properties)
@@ -369,9 +372,17 @@ class RowLevelChange:
         from icefloe.spark.source import delete_job_files
         from icefloe.spec.table_metadata import write_metadata_json
 
+        # format v3 merge-on-read writes deletion vectors: the tasks need each data file's entry
+        # and the delete files that applied to it (the new vector merges and replaces them)
+        dvs = not copy_on_write and ctx.metadata.format_version >= 3
         files = {
             path_key(x.file.file_path): FileInfo(
-                x.file.file_path, x.file.spec_id, tuple(x.file.partition), x.file.record_count
+                x.file.file_path,
+                x.file.spec_id,
+                tuple(x.file.partition),
+                x.file.record_count,
+                x.file if dvs else None,
+                tuple(x.delete_files) if dvs else (),
             )
             for x in tasks
         }
@@ -451,6 +462,7 @@ class RowLevelChange:
         data = [f for r in results for f in r.data_files]
         deletes = [f for r in results for f in r.delete_files]
         referenced = sorted({p for r in results for p in r.referenced})
+        replaced = _unique_deletes(d for r in results for d in r.rewritten_deletes)
         removed = [*[x.file for x in rewritten], *whole]
         copy_on_write = ctx.mode == COPY_ON_WRITE
         counts = {
@@ -495,6 +507,7 @@ class RowLevelChange:
                     add_data_files=data,
                     add_delete_files=deletes,
                     remove_data_files=whole,
+                    remove_delete_files=replaced,  # v3: the deletion vectors' predecessors
                     referenced_data_files=referenced,
                     conflict_filter=prune,
                     isolation_level=ctx.isolation,
@@ -523,12 +536,19 @@ class RowLevelChange:
 
 
 def _discard(ctx: _Context, results: Sequence[TaskResult]) -> None:
-    import contextlib
+    # a Puffin file holds the deletion vectors of several data files: each path once
+    paths = dict.fromkeys(f.file_path for r in results for f in (*r.data_files, *r.delete_files))
+    for path in paths:
+        with contextlib.suppress(Exception):
+            ctx.table.io.delete(path)
 
-    for r in results:
-        for f in (*r.data_files, *r.delete_files):
-            with contextlib.suppress(Exception):
-                ctx.table.io.delete(f.file_path)
+
+def _unique_deletes(files: Iterable[DataFile]) -> list[DataFile]:
+    """Delete files once each (a deletion vector is one blob of a Puffin file)."""
+    out: dict[tuple[str, int | None], DataFile] = {}
+    for f in files:
+        out.setdefault((f.file_path, f.content_offset), f)
+    return list(out.values())
 
 
 def and_all(parts: Sequence[BooleanExpression]) -> BooleanExpression:

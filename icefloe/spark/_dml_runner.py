@@ -8,7 +8,9 @@ change (the driver's plan did, :mod:`icefloe.spark._dml_exec`) and never commits
       -> copy-on-write: kept, updated and inserted rows -> Parquet data files (icefloe's writer)
          merge-on-read: updated and inserted rows -> data files; positions of deleted and updated
                         rows -> one position delete file per data file (rows of one data file
-                        arrive in one task: the driver distributes by file key)
+                        arrive in one task: the driver distributes by file key); format v3:
+                        a deletion vector (a Puffin file) per data file that merges the file's
+                        earlier deletes (those delete files are reported replaced)
       -> matched rows: a target row matched twice fails the statement (MergeCardinalityError on
          the driver; the task deletes its files and reports the row instead of raising)
       -> one result row per task: the pickled TaskResult (files and counts)
@@ -65,6 +67,10 @@ class FileInfo:
     spec_id: int
     partition: tuple[Any, ...]
     record_count: int
+    #: format v3 merge-on-read: the data file and the delete files that applied to it when it
+    #: was planned (its new deletion vector includes their deletes and replaces them)
+    data_file: DataFile | None = None
+    delete_files: tuple[DataFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ class TaskResult:
     data_files: list[DataFile] = field(default_factory=list)
     delete_files: list[DataFile] = field(default_factory=list)
     referenced: list[str] = field(default_factory=list)
+    #: format v3: delete files the task's deletion vectors replace (removed in the same commit)
+    rewritten_deletes: list[DataFile] = field(default_factory=list)
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
@@ -246,6 +254,9 @@ def _write_deletes(
     task_uuid: str,
     written: list[DataFile],
 ) -> None:
+    if metadata.format_version >= 3:
+        _write_deletion_vectors(io, metadata, job, deletes, result, task_uuid, written)
+        return
     from icefloe.arrow.deletes import write_position_deletes
 
     for n, (key, positions) in enumerate(deletes.items()):
@@ -262,6 +273,39 @@ def _write_deletes(
         written += files
         result.delete_files += files
         result.referenced.append(info.path)
+
+
+def _write_deletion_vectors(
+    io: FileIO,
+    metadata: Any,
+    job: WriteJob,
+    deletes: _Positions,
+    result: TaskResult,
+    task_uuid: str,
+    written: list[DataFile],
+) -> None:
+    """Format v3: a deletion vector per data file; each holds the file's earlier deletes too and
+    replaces its earlier deletion vector (and its file-scoped position delete files).
+
+    One Puffin file per data file: the driver commits through ``Transaction.row_delta``, whose
+    check of the added files refuses a path given twice (several blobs of one Puffin file)."""
+    from icefloe.arrow.deletion_vectors import DVTarget, write_deletion_vectors
+
+    for n, (key, positions) in enumerate(deletes.items()):
+        info = _file(job, key)
+        data_file = info.data_file
+        if data_file is None:
+            raise RuntimeError(f"the write job lacks the data file entry of {info.path}")
+        dvs = write_deletion_vectors(
+            io,
+            metadata,
+            [DVTarget(data_file, positions, info.delete_files)],
+            write_uuid=f"{task_uuid}-{n}",  # one Puffin file per data file: names must differ
+        )
+        written += dvs.added
+        result.delete_files += dvs.added
+        result.rewritten_deletes += dvs.rewritten
+        result.referenced += sorted(dvs.referenced)
 
 
 def _delete(io: FileIO, files: Sequence[DataFile]) -> None:
