@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 import uuid as uuid_mod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -428,6 +429,16 @@ class IcefloeWriter(ds.DataSourceArrowWriter):
             return  # a commit whose outcome looked unknown did land; its files are live
         _delete(io, _files(messages))
         delete_job_files(metadata, self.write_id, io)
+        # Spark calls abort as soon as the job fails, while the job's other tasks may still be
+        # finishing their files: sweep again for a few seconds (what is left after that stays an
+        # orphan for remove_orphan_files).
+        for pause in ABORT_SWEEPS:
+            time.sleep(pause)
+            delete_job_files(metadata, self.write_id, io)
+
+
+#: pauses (seconds) before the repeated clean-up sweeps of an aborted write
+ABORT_SWEEPS = (0.5, 1.0, 2.0)
 
 
 def write_spark_batches(
