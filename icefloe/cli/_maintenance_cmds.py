@@ -22,6 +22,16 @@ __all__ = ["COMMANDS", "parse_time"]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)\s*$", re.IGNORECASE)
 _LISTED = 20  # paths listed for people; --json has them all
+
+
+def _print_paths(state: State, lines: list[str]) -> None:
+    """The first ``_LISTED`` of ``lines``, dimmed, and how many more ``--json`` would list."""
+    for line in lines[:_LISTED]:
+        state.out.print(Text(f"  {line}", style="dim"))
+    if len(lines) > _LISTED:
+        state.out.print(Text(f"  ... and {len(lines) - _LISTED} more (--json lists them all)", style="dim"))
+
+
 _UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -264,13 +274,7 @@ def expire_cmd(
         message += f"; {len(out['not_deleted'])} files could not be deleted"
     emit_done(state, message, out)
     if dry_run and not state.json:
-        listed = [(kind, p) for kind, paths in files.items() for p in paths]
-        for kind, p in listed[:_LISTED]:
-            state.out.print(Text(f"  {kind}: {p}", style="dim"))
-        if len(listed) > _LISTED:
-            state.out.print(
-                Text(f"  ... and {len(listed) - _LISTED} more (--json lists them all)", style="dim")
-            )
+        _print_paths(state, [f"{kind}: {p}" for kind, paths in files.items() for p in paths])
 
 
 # --------------------------------------------------------------------------- orphans
@@ -326,12 +330,7 @@ def remove_orphans_cmd(
         message += f"; {len(out['not_deleted'])} could not be deleted"
     emit_done(state, message, out)
     if not state.json:
-        for p in orphans[:_LISTED]:
-            state.out.print(Text(f"  {p}", style="dim"))
-        if len(orphans) > _LISTED:
-            state.out.print(
-                Text(f"  ... and {len(orphans) - _LISTED} more (--json lists them all)", style="dim")
-            )
+        _print_paths(state, orphans)
 
 
 # --------------------------------------------------------------------------- manifests
