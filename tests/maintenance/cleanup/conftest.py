@@ -1,14 +1,13 @@
 """Fixtures and checks of the snapshot-expiry, orphan-file and metadata-cleanup tests.
 
-The shared SparkSession comes from ``tests/spark/conftest.py`` (imported, not copied, as
-``tests/differential/conftest.py`` does). The checks compute what a table references with a
+The shared SparkSession fixtures come from ``tests/maintenance/conftest.py``.
+The checks compute what a table references with a
 deliberately naive reader (one manifest list and manifest after the other, straight from
 ``icefloe.manifest``), independent of ``icefloe.maintenance.reachability``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -19,25 +18,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
-
-def _load_spark_conftest() -> Any:
-    path = HERE.parents[1] / "spark" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("icefloe_cleanup_spark_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-try:
-    _spark_fixtures = _load_spark_conftest()
-except pytest.skip.Exception:  # pyspark is not installed: the Spark tests skip
-    _spark_fixtures = None
-else:
-    spark_warehouse = _spark_fixtures.spark_warehouse
-    spark = _spark_fixtures.spark
-    spark_catalog = _spark_fixtures.spark_catalog
 
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("cat", pa.string())])
