@@ -190,3 +190,38 @@ def test_report_renders_in_a_headless_browser(unhealthy: icefloe.Table, tmp_path
 
 def test_health_type() -> None:
     assert TableHealth.__doc__ and "to_html" in TableHealth.__doc__
+
+
+def test_dangling_deletes_found_and_cleared(
+    unhealthy: icefloe.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite that replaces data files but keeps their file-scoped position deletes (what
+    Iceberg Java's rewrite_data_files commits without remove-dangling-deletes; icefloe's own
+    producers drop them, so this test makes one behave like that) leaves deletes pointing at
+    files that are gone: health counts them as dangling, names the compaction that drops them,
+    and after it they are gone."""
+    from icefloe.arrow.writer import write_data_files
+    from icefloe.transaction._merging import MergingProducer
+
+    day1 = "ts < '2024-03-02T00:00:00+00:00'"
+    old = [t.file for t in unhealthy.scan(day1).plan_files()]
+    live = unhealthy.scan(day1).to_arrow()
+    assert len(old) == 3 and live.num_rows == 60
+    new = write_data_files(unhealthy.io, unhealthy.metadata, live.to_batches())
+    with monkeypatch.context() as m:
+        m.setattr(MergingProducer, "_should_remove_delete", lambda self, e: False)
+        with unhealthy.transaction() as tx:
+            tx.rewrite_files(remove=old, add=new, delete_on_failure=True)
+    h = unhealthy.health()
+    assert h.delete_files == 0 and h.dangling_delete_files == 3  # counted apart from live deletes
+    finding = h.finding("dangling_deletes")
+    assert finding is not None and "3 delete file(s) refer to data files that are gone" in finding.title
+    assert finding.command == "icefloe compact ops.events --option remove-dangling-deletes=true"
+    day1_health = next(p for p in h.partitions if p.partition == "ts_day=2024-03-01")
+    assert (day1_health.records, day1_health.position_deletes) == (60, 0)  # they delete nothing
+    assert unhealthy.scan(day1).to_arrow().sort_by("id").equals(live.sort_by("id"))
+    unhealthy.maintenance.rewrite_data_files(options={"remove-dangling-deletes": True})
+    after = unhealthy.health()
+    assert after.delete_files == 0 and after.dangling_delete_files == 0
+    assert after.finding("dangling_deletes") is None
+    assert unhealthy.scan().to_arrow().num_rows == 1620
