@@ -33,8 +33,9 @@ FILES_PER_MANIFEST = 10
 SELECTED_PARTITION = 417
 
 
-def _build(root: Path, manifests: int) -> tuple[str, str]:
-    """Create the table; returns (catalog uri root, metadata location)."""
+def _build(root: Path, manifests: int, files_per_manifest: int = FILES_PER_MANIFEST) -> tuple[str, str]:
+    """Create the table; returns (catalog uri root, metadata location). Manifest ``m`` holds the
+    files of partition ``p = m``; file ``k`` has ``id`` bounds ``[1000k, 1000k + 999]``."""
     import pyarrow as pa
 
     import icefloe
@@ -58,8 +59,8 @@ def _build(root: Path, manifests: int) -> tuple[str, str]:
     for m in range(manifests):
         w = ManifestWriter(t.io, f"{meta_dir}/bench-m{m}.avro", spec, ice_schema, snapshot_id)
         with w:
-            for j in range(FILES_PER_MANIFEST):
-                k = m * FILES_PER_MANIFEST + j
+            for j in range(files_per_manifest):
+                k = m * files_per_manifest + j
                 w.add(
                     DataFile(
                         file_path=f"{data_dir}/p={m}/f{k}.parquet",
@@ -77,7 +78,7 @@ def _build(root: Path, manifests: int) -> tuple[str, str]:
     list_path = f"{meta_dir}/snap-{snapshot_id}-1-bench.avro"
     seq = md.next_sequence_number()
     write_manifest_list(t.io, list_path, snapshot_id, None, seq, written)
-    n_files = manifests * FILES_PER_MANIFEST
+    n_files = manifests * files_per_manifest
     snap = Snapshot(
         snapshot_id=snapshot_id,
         parent_snapshot_id=None,
@@ -202,6 +203,94 @@ def run(ctx: Context) -> list[CaseResult]:
             ],
             evaluate=evaluate,
         )
-        results.append(run_case(ctx, case))
+        res = run_case(ctx, case)
+        if not ctx.options.get("planning_no_fresh"):
+            _add_fresh(ctx, res, root, name, row_filter, expect_files)
+        results.append(res)
     cat.close()
     return results
+
+
+def _fresh_run(side: str, root: Path, row_filter: str) -> dict[str, Any]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.scenarios.planning_fresh_child", side, str(root), row_filter],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _add_fresh(
+    ctx: Context, res: CaseResult, root: Path, name: str, row_filter: str, expect_files: int
+) -> None:
+    """The same plan, each run in a fresh interpreter (a CLI, a Spark driver): icefloe and PyIceberg
+    alternately, ``repeat`` rounds after one warm-up round (for the OS page cache). Each child
+    times its import, its table load and its one ``plan_files`` apart; the ratio is on the plan,
+    load + plan is reported beside it."""
+    import statistics
+
+    from bench._core import ratio_entry
+
+    sides = ("icefloe", "pyiceberg")
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
+    for r in range(ctx.warmup + ctx.repeat):
+        order = sides if r % 2 == 0 else sides[::-1]
+        got = {s: _fresh_run(s, root, row_filter) for s in order}
+        ctx.say(
+            f"    fresh {'warm-up' if r < ctx.warmup else f'round {r - ctx.warmup + 1}/{ctx.repeat}'}: "
+            + ", ".join(
+                f"{s} import {got[s]['import_s'] * 1e3:.0f} ms, load {got[s]['load_s'] * 1e3:.1f} ms, "
+                f"plan {got[s]['plan_s'] * 1e3:.1f} ms"
+                for s in sides
+            )
+        )
+        if r >= ctx.warmup:
+            for s in sides:
+                runs[s].append(got[s])
+    for s in sides:
+        plan = [x["plan_s"] for x in runs[s]]
+        res.times_s[f"{s}-fresh"] = plan
+        res.median_s[f"{s}-fresh"] = statistics.median(plan)
+        res.cpu_s[f"{s}-fresh"] = [x["plan_cpu_s"] for x in runs[s]]
+        res.median_cpu_s[f"{s}-fresh"] = statistics.median(res.cpu_s[f"{s}-fresh"])
+        res.times_s[f"{s}-fresh-load+plan"] = [x["load_s"] + x["plan_s"] for x in runs[s]]
+        res.median_s[f"{s}-fresh-load+plan"] = statistics.median(res.times_s[f"{s}-fresh-load+plan"])
+        res.metrics[f"{s}_fresh_import_ms"] = round(
+            statistics.median(x["import_s"] for x in runs[s]) * 1e3, 1
+        )
+        res.metrics[f"{s}_fresh_load_ms"] = round(statistics.median(x["load_s"] for x in runs[s]) * 1e3, 1)
+    fresh = Ratio(
+        f"plan {name}, fresh process: time vs PyIceberg",
+        "icefloe-fresh",
+        "pyiceberg-fresh",
+        "time",
+        "<=",
+        0.5,
+    )
+    res.ratios.append(ratio_entry(fresh, res.median_s))
+    res.ratios[-1]["cpu_value"] = fresh.value(res.median_cpu_s)
+    # Reported beside the ratio (no target): load + plan, icefloe's as a multiple of PyIceberg's.
+    res.metrics["fresh_load_plan_time_vs_pyiceberg"] = round(
+        res.median_s["icefloe-fresh-load+plan"] / res.median_s["pyiceberg-fresh-load+plan"], 3
+    )
+    files = {s: {x["files"] for x in runs[s]} for s in sides}
+    res.checks.append(
+        {
+            "label": "fresh processes plan the same files as PyIceberg",
+            "met": files["icefloe"] == files["pyiceberg"] == {expect_files},
+            "detail": (
+                f"icefloe {sorted(files['icefloe'])}, pyiceberg {sorted(files['pyiceberg'])}, "
+                f"expected {expect_files}"
+            ),
+        }
+    )

@@ -16,16 +16,19 @@ from __future__ import annotations
 import io
 import json
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from functools import lru_cache
 from typing import IO, Any
 
 import fastavro
+from fastavro import _read as _fastavro_read
 from fastavro import schemaless_reader
 
 from icefloe.errors import CorruptFileError, FileIOError, ValidationError
 from icefloe.io._decode import note_file
+from icefloe.manifest._avro_decoder import compile_decoder
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -351,20 +354,101 @@ def _logical_types(schema: Any, out: set[str]) -> set[str]:
 
 
 @lru_cache(maxsize=128)
-def _parsed(schema_text: str) -> tuple[dict[str, Any], Any, bool]:
-    """(schema, parsed schema without logical types, whether whole blocks can be decoded with the
-    writer's schema as it is)."""
+def _schema_json(schema_text: str) -> dict[str, Any]:
     schema = json.loads(schema_text)
-    # The parse hint lets schemaless_reader skip re-parsing the schema for every record.
+    if not isinstance(schema, dict):
+        raise ValueError("the schema is not a JSON object")
+    return schema  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=128)
+def _parsed(schema_text: str) -> tuple[dict[str, Any], Any, bool, dict[str, Any]]:
+    """(schema, parsed schema without logical types, whether the writer's schema has no logical
+    type fastavro would convert, the parsed schema's named types for fastavro's block decoder).
+    Parsed on first use: the compiled decoder does not need fastavro's parse."""
+    schema = _schema_json(schema_text)
     as_written = _logical_types(schema, set()) <= _INERT_LOGICAL_TYPES
-    return schema, fastavro.parse_schema(_strip_logical(schema)), as_written
+    named: dict[str, Any] = _fastavro_read._default_named_schemas()  # type: ignore[attr-defined]
+    parsed = fastavro.parse_schema(_strip_logical(schema), named["writer"], _write_hint=False, _force=True)
+    return schema, parsed, as_written, named
+
+
+#: What fastavro's own reader passes its block decoder (record names never returned).
+_BLOCK_OPTIONS: dict[str, Any] = {
+    "return_record_name": False,
+    "return_record_name_override": False,
+    "handle_unicode_errors": "strict",
+    "return_named_type": False,
+    "return_named_type_override": False,
+}
+#: fastavro's compiled decoder of one block's records (the class its ``block_reader`` yields),
+#: given a parsed writer schema and a stream of the block's decompressed bytes.
+_Block: Any = _fastavro_read.Block
+_MAGIC = b"Obj\x01"
+_SYNC_SIZE = 16
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """One zig-zag varint of ``data`` at ``pos``: (value, position after it)."""
+    b = data[pos]
+    pos += 1
+    n = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def _header(data: bytes) -> tuple[dict[str, str], bytes, int]:
+    """(file metadata, sync marker, offset of the first block) of an Avro container."""
+    if data[:4] != _MAGIC:
+        raise ValueError("no Avro magic bytes")
+    pos = 4
+    meta: dict[str, str] = {}
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:  # a block of -count pairs preceded by its size in bytes
+            count = -count
+            _, pos = _read_long(data, pos)
+        for _ in range(count):
+            n, pos = _read_long(data, pos)
+            key = data[pos : pos + n].decode()
+            pos += n
+            n, pos = _read_long(data, pos)
+            if n < 0 or pos + n > len(data):
+                raise ValueError("metadata value past the end of the file")
+            meta[key] = data[pos : pos + n].decode()
+            pos += n
+    sync = data[pos : pos + _SYNC_SIZE]
+    if len(sync) != _SYNC_SIZE:
+        raise ValueError("truncated header")
+    return meta, sync, pos + _SYNC_SIZE
+
+
+#: Codecs decompressed here; blocks of the others (snappy, zstandard, ...) go through fastavro's
+#: own container reader.
+_DECOMPRESS: dict[str, Callable[[bytes], bytes] | None] = {
+    "null": None,
+    "deflate": lambda b: zlib.decompress(b, -15),
+}
 
 
 class AvroFile:
     """An open Avro container: its metadata, writer schema (as JSON, logical types intact) and
     records decoded without logical types.
 
-    Bytes fastavro cannot decode (a bad header, schema or block: ``ValueError``, ``EOFError``,
+    The container (header, blocks, sync markers) is parsed here and each block's records are
+    decoded by fastavro's compiled block decoder with a writer schema parsed once per schema text:
+    fastavro's own reader parses the schema again for every file, which for a small manifest cost
+    as much as decoding its entries. Files with a codec other than null or deflate are read by
+    fastavro's container reader.
+
+    Bytes that cannot be decoded (a bad header, schema or block: ``ValueError``, ``EOFError``,
     ``zlib.error``, ``IndexError``, ``SchemaParseException``, ...) raise
     :class:`~icefloe.errors.CorruptFileError` naming the file as ``file_kind``; so does a
     failure while iterating the records."""
@@ -387,30 +471,85 @@ class AvroFile:
                 path=location,
                 file_kind=file_kind,
             ) from e
+        self._data = data
         try:
-            self._blocks = fastavro.block_reader(io.BytesIO(data))
-            self.metadata: dict[str, str] = dict(self._blocks.metadata)
-            self.schema, self._parsed, self._as_written = _parsed(self.metadata["avro.schema"])
+            self.metadata, self._sync, self._start = _header(data)
+            self.schema: dict[str, Any] = _schema_json(self.metadata["avro.schema"])
+            codec = self.metadata.get("avro.codec", "null")
+            self._own_container = codec in _DECOMPRESS
+            if not self._own_container:
+                fastavro.block_reader(io.BytesIO(data))  # fails now on a codec fastavro lacks
         except Exception as e:  # anything fastavro or json raise on these bytes
             raise CorruptFileError.of(
                 location, file_kind, f"not a valid Avro file: {type(e).__name__}: {e}"
             ) from e
+        self._decompress = _DECOMPRESS.get(codec)
+
+    @property
+    def _as_written(self) -> bool:
+        return _parsed(self.metadata["avro.schema"])[2]
+
+    def _blocks(self) -> Iterator[tuple[bytes, int]]:
+        """(decompressed block bytes, record count) of each block."""
+        data, sync, decompress = self._data, self._sync, self._decompress
+        pos, end = self._start, len(self._data)
+        while pos < end:
+            count, pos = _read_long(data, pos)
+            size, pos = _read_long(data, pos)
+            if count < 0 or size < 0 or pos + size + _SYNC_SIZE > end:
+                raise ValueError(f"a block of {count} records and {size} bytes past the end of the file")
+            block = data[pos : pos + size]
+            pos += size
+            if data[pos : pos + _SYNC_SIZE] != sync:
+                raise ValueError("sync marker does not match")
+            pos += _SYNC_SIZE
+            yield (block if decompress is None else decompress(block)), count
+
+    def tuples(self) -> Iterator[Any]:
+        """The records decoded by the schema-compiled decoder (:mod:`icefloe.manifest._avro_decoder`):
+        raw values, records as tuples in field order, int-keyed maps as dicts."""
+        try:
+            decode = compile_decoder(self.metadata["avro.schema"])
+        except Exception as e:  # a schema the generator cannot handle: not one any Iceberg writer makes
+            raise CorruptFileError.of(
+                self.location, self.file_kind, f"unsupported Avro schema: {type(e).__name__}: {e}"
+            ) from e
+        try:
+            if self._own_container:
+                for block, count in self._blocks():
+                    yield from decode(block, count)
+                return
+            for fa_block in fastavro.block_reader(io.BytesIO(self._data)):
+                yield from decode(fa_block.bytes_.getvalue(), fa_block.num_records)
+        except Exception as e:  # only the decoder runs in here: consumers' code is outside the generator
+            raise CorruptFileError.of(
+                self.location, self.file_kind, f"cannot decode an Avro block: {type(e).__name__}: {e}"
+            ) from e
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        parsed = self._parsed
+        # fastavro's parse of the schema is needed only here (the compiled decoder does not use it).
         try:
-            if self._as_written:
-                # No logical type fastavro would convert: its block decoder gives the same records
-                # as the stripped schema, about twice as fast as a schemaless_reader call per
-                # record (which re-walks the parsed schema every time).
-                for block in self._blocks:
-                    yield from block
+            _, parsed, _, named = _parsed(self.metadata["avro.schema"])
+        except Exception as e:  # a schema fastavro cannot parse
+            raise CorruptFileError.of(
+                self.location, self.file_kind, f"not a valid Avro file: {type(e).__name__}: {e}"
+            ) from e
+        try:
+            if not self._own_container:
+                for fa_block in fastavro.block_reader(io.BytesIO(self._data)):
+                    if self._as_written:
+                        yield from fa_block
+                        continue
+                    data = fa_block.bytes_
+                    for _ in range(fa_block.num_records):
+                        yield schemaless_reader(data, parsed, None)
                 return
-            for block in self._blocks:
-                data = block.bytes_
-                for _ in range(block.num_records):
-                    yield schemaless_reader(data, parsed, None)
-        except Exception as e:  # only fastavro runs in here: consumers' code is outside the generator
+            for block, count in self._blocks():
+                stream = io.BytesIO(block)
+                yield from _Block(stream, count, "null", None, parsed, named, 0, 0, _BLOCK_OPTIONS)
+                if stream.tell() != len(block):
+                    raise ValueError(f"{len(block) - stream.tell()} bytes left over after a block's records")
+        except Exception as e:  # only the decoder runs in here: consumers' code is outside the generator
             raise CorruptFileError.of(
                 self.location, self.file_kind, f"cannot decode an Avro block: {type(e).__name__}: {e}"
             ) from e

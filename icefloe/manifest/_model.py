@@ -243,3 +243,53 @@ def manifest_file(
     _set(m, "key_metadata", key_metadata)
     _set(m, "first_row_id", first_row_id)
     return m
+
+
+def data_file(
+    content: DataFileContent,
+    file_path: str,
+    file_format: FileFormat,
+    partition: tuple[Any, ...],
+    record_count: int,
+    file_size_in_bytes: int,
+    column_sizes: dict[int, int] | None,
+    value_counts: dict[int, int] | None,
+    null_value_counts: dict[int, int] | None,
+    nan_value_counts: dict[int, int] | None,
+    lower_bounds: dict[int, bytes] | None,
+    upper_bounds: dict[int, bytes] | None,
+    key_metadata: bytes | None,
+    split_offsets: tuple[int, ...] | None,
+    equality_ids: tuple[int, ...] | None,
+    sort_order_id: int | None,
+    first_row_id: int | None,
+    referenced_data_file: str | None,
+    content_offset: int | None,
+    content_size_in_bytes: int | None,
+    spec_id: int,
+) -> DataFile:
+    """Positional fast constructor for the manifest reader; same result as ``DataFile(...)`` with
+    every field given (about half the cost: a manifest holds thousands of entries)."""
+    f = _new(DataFile)
+    _set(f, "content", content)
+    _set(f, "file_path", file_path)
+    _set(f, "file_format", file_format)
+    _set(f, "partition", partition)
+    _set(f, "record_count", record_count)
+    _set(f, "file_size_in_bytes", file_size_in_bytes)
+    _set(f, "column_sizes", column_sizes)
+    _set(f, "value_counts", value_counts)
+    _set(f, "null_value_counts", null_value_counts)
+    _set(f, "nan_value_counts", nan_value_counts)
+    _set(f, "lower_bounds", lower_bounds)
+    _set(f, "upper_bounds", upper_bounds)
+    _set(f, "key_metadata", key_metadata)
+    _set(f, "split_offsets", split_offsets)
+    _set(f, "equality_ids", equality_ids)
+    _set(f, "sort_order_id", sort_order_id)
+    _set(f, "first_row_id", first_row_id)
+    _set(f, "referenced_data_file", referenced_data_file)
+    _set(f, "content_offset", content_offset)
+    _set(f, "content_size_in_bytes", content_size_in_bytes)
+    _set(f, "spec_id", spec_id)
+    return f

@@ -49,8 +49,9 @@ __all__ = [
 _CONTENTS = {c.value: c for c in ManifestContent}
 
 
-def _names_by_id(record: dict[str, Any]) -> dict[int, str]:
-    return {int(f["field-id"]): f["name"] for f in record.get("fields", ()) if "field-id" in f}
+def _positions_by_id(record: dict[str, Any]) -> dict[int, int]:
+    """Field id -> position of the field in the record (records decode as tuples)."""
+    return {int(f["field-id"]): i for i, f in enumerate(record.get("fields", ())) if "field-id" in f}
 
 
 def _element_record(schema: Any, named: dict[str, Any]) -> dict[str, Any] | None:
@@ -67,18 +68,18 @@ def _element_record(schema: Any, named: dict[str, Any]) -> dict[str, Any] | None
 
 
 @lru_cache(maxsize=32)
-def _plan(schema_text: str) -> tuple[dict[int, str], dict[int, str]]:
+def _plan(schema_text: str) -> tuple[dict[int, int], dict[int, int]]:
     schema = json.loads(schema_text)
-    top = _names_by_id(schema)
+    top = _positions_by_id(schema)
     for fid, what in ((500, "manifest_path"), (501, "manifest_length"), (502, "partition_spec_id")):
         if fid not in top:
             raise InvalidMetadataError(f"not a manifest list: no {what} ({fid}) field")
-    summary: dict[int, str] = {}
+    summary: dict[int, int] = {}
     if 507 in top:
-        field = next(f for f in schema["fields"] if f["name"] == top[507])
+        field = schema["fields"][top[507]]
         record = _element_record(field["type"], collect_named(schema, {}))
         if record is not None:
-            summary = _names_by_id(record)
+            summary = _positions_by_id(record)
     return top, summary
 
 
@@ -135,15 +136,15 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
     )
     n_parts, n_key, n_first_row = get(507), get(519), get(520)
     s_null, s_nan, s_lower, s_upper = (summary.get(fid) for fid in (509, 518, 510, 511))
-    full_summary = s_null and s_nan and s_lower and s_upper
+    full_summary = None not in (s_null, s_nan, s_lower, s_upper)
     contents = _CONTENTS
     data = ManifestContent.DATA
     out = []
     try:
-        for rec in avro:
+        for rec in avro.tuples():
             # Positional construction straight from the record: this loop runs once per
             # manifest of the snapshot on every cold plan.
-            parts = rec[n_parts] if n_parts else None
+            parts = rec[n_parts] if n_parts is not None else None
             if parts is None:
                 partitions = None
             elif full_summary:
@@ -157,15 +158,15 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
                 partitions = tuple(
                     [
                         partition_field_summary(
-                            bool(p[s_null]) if s_null else False,
-                            p[s_nan] if s_nan else None,
-                            p[s_lower] if s_lower else None,
-                            p[s_upper] if s_upper else None,
+                            bool(p[s_null]) if s_null is not None else False,
+                            p[s_nan] if s_nan is not None else None,
+                            p[s_lower] if s_lower is not None else None,
+                            p[s_upper] if s_upper is not None else None,
                         )
                         for p in parts
                     ]
                 )
-            snapshot_id = rec[n_snap] if n_snap else None
+            snapshot_id = rec[n_snap] if n_snap is not None else None
             if snapshot_id is None:
                 raise CorruptFileError.of(path, MANIFEST_LIST, "a manifest without added_snapshot_id")
             out.append(
@@ -173,19 +174,19 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
                     rec[n_path],
                     rec[n_length],
                     rec[n_spec],
-                    contents[rec[n_content]] if n_content else data,
-                    rec[n_seq] if n_seq else 0,
-                    rec[n_min_seq] if n_min_seq else 0,
+                    contents[rec[n_content]] if n_content is not None else data,
+                    rec[n_seq] if n_seq is not None else 0,
+                    rec[n_min_seq] if n_min_seq is not None else 0,
                     snapshot_id,
-                    rec[n_added] if n_added else None,
-                    rec[n_existing] if n_existing else None,
-                    rec[n_deleted] if n_deleted else None,
-                    rec[n_added_rows] if n_added_rows else None,
-                    rec[n_existing_rows] if n_existing_rows else None,
-                    rec[n_deleted_rows] if n_deleted_rows else None,
+                    rec[n_added] if n_added is not None else None,
+                    rec[n_existing] if n_existing is not None else None,
+                    rec[n_deleted] if n_deleted is not None else None,
+                    rec[n_added_rows] if n_added_rows is not None else None,
+                    rec[n_existing_rows] if n_existing_rows is not None else None,
+                    rec[n_deleted_rows] if n_deleted_rows is not None else None,
                     partitions,
-                    rec[n_key] if n_key else None,
-                    rec[n_first_row] if n_first_row else None,
+                    rec[n_key] if n_key is not None else None,
+                    rec[n_first_row] if n_first_row is not None else None,
                 )
             )
     except CorruptFileError:
@@ -194,6 +195,22 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
         # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
         raise CorruptFileError.of(path, MANIFEST_LIST, f"invalid entry: {type(e).__name__}: {e}") from e
     for m in out:
+        # The common case in one expression; _invalid says what is wrong when it is not.
+        if (
+            m.manifest_path
+            and m.manifest_length >= 0
+            and m.partition_spec_id >= 0
+            and 0 <= m.min_sequence_number <= m.sequence_number
+            and (m.added_files_count or 0) >= 0
+            and (m.existing_files_count or 0) >= 0
+            and (m.deleted_files_count or 0) >= 0
+            and (m.added_rows_count or 0) >= 0
+            and (m.existing_rows_count or 0) >= 0
+            and (m.deleted_rows_count or 0) >= 0
+            and (m.first_row_id or 0) >= 0
+            and isinstance(m.manifest_path, str)
+        ):
+            continue
         problem = _invalid(m)
         if problem:
             raise CorruptFileError.of(path, MANIFEST_LIST, f"manifest {m.manifest_path!r}: {problem}")

@@ -34,6 +34,7 @@ from icefloe.manifest._model import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from icefloe.manifest._model import data_file as _data_file
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -66,19 +67,17 @@ def _record_of(schema: Any) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) and schema.get("type") == "record" else None
 
 
-def _names_by_id(record: dict[str, Any]) -> dict[int, str]:
-    out = {}
-    for f in record.get("fields", ()):
-        if "field-id" in f:
-            out[int(f["field-id"])] = f["name"]
-    return out
+def _positions_by_id(record: dict[str, Any]) -> dict[int, int]:
+    """Field id -> position of the field in the record (records decode as tuples)."""
+    return {int(f["field-id"]): i for i, f in enumerate(record.get("fields", ())) if "field-id" in f}
 
 
 class _Plan:
-    """Where each spec field lives in one Avro schema, and how to convert partition values."""
+    """Where each spec field lives in one Avro schema (positions in the decoded tuples), and how
+    to convert partition values."""
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        top = _names_by_id(schema)
+        top = _positions_by_id(schema)
         named = collect_named(schema, {})
         if 0 not in top or 2 not in top:
             raise InvalidMetadataError(
@@ -88,13 +87,13 @@ class _Plan:
         self.snapshot_id = top.get(1)
         self.sequence_number = top.get(3)
         self.file_sequence_number = top.get(4)
-        df_schema = next(f for f in schema["fields"] if f["name"] == self.data_file)["type"]
+        df_schema = schema["fields"][self.data_file]["type"]
         df_record = _record_of(df_schema)
         if isinstance(df_schema, str):
             df_record = named.get(df_schema)
         if df_record is None:
             raise InvalidMetadataError("not a manifest: data_file (2) is not a record")
-        self.df = _names_by_id(df_record)
+        self.df = _positions_by_id(df_record)
         for fid, what in (
             (100, "file_path"),
             (101, "file_format"),
@@ -104,13 +103,15 @@ class _Plan:
         ):
             if fid not in self.df:
                 raise InvalidMetadataError(f"not a manifest: data_file has no {what} ({fid}) field")
-        part_schema = next(f for f in df_record["fields"] if f["name"] == self.df[102])["type"]
+        part_schema = df_record["fields"][self.df[102]]["type"]
         part_record = named.get(part_schema) if isinstance(part_schema, str) else part_schema
         if not isinstance(part_record, dict):
             raise InvalidMetadataError("not a manifest: partition (102) is not a record")
-        self.partition: list[tuple[str, Callable[[Any], Any] | None]] = [
-            (f["name"], value_converter(f["type"], named)) for f in part_record.get("fields", ())
-        ]
+        converters = [value_converter(f["type"], named) for f in part_record.get("fields", ())]
+        #: None when every partition value is used as decoded (the decoded tuple is the partition).
+        self.partition: list[Callable[[Any], Any] | None] | None = (
+            converters if any(c is not None for c in converters) else None
+        )
 
 
 @lru_cache(maxsize=128)
@@ -118,10 +119,12 @@ def _plan(schema_text: str) -> _Plan:
     return _Plan(json.loads(schema_text))
 
 
-def _kv(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
-    if items is None:
-        return None
-    return {kv["key"]: kv["value"] for kv in items}
+def _kv(items: Any) -> dict[int, Any] | None:
+    # The decoder makes dicts of maps marked ``logicalType: map``; a writer that left the marker
+    # out gives a list of (key, value) records.
+    if items is None or type(items) is dict:
+        return items  # type: ignore[no-any-return]
+    return dict(items)
 
 
 def _tuple(items: list[int] | None) -> tuple[int, ...] | None:
@@ -239,71 +242,72 @@ def _decode(
     n_lb, n_ub, n_km, n_so = optional[125], optional[128], optional[131], optional[132]
     n_eq, n_sort, n_frid, n_ref = optional[135], optional[140], optional[142], optional[143]
     n_coff, n_csize = optional[144], optional[145]
-    partition_plan = plan.partition
+    converters = plan.partition
     expected_content = manifest_file.content
+    statuses, contents, formats = _STATUSES, _CONTENTS, _FORMATS
+    DATA, DELETED, ADDED = DataFileContent.DATA, ManifestEntryStatus.DELETED, ManifestEntryStatus.ADDED
     try:
-        for rec in avro:
-            status = _STATUSES[rec[n_status]]
-            if discard_deleted and status is ManifestEntryStatus.DELETED:
+        for rec in avro.tuples():
+            status = statuses[rec[n_status]]
+            if discard_deleted and status is DELETED:
                 continue
             df = rec[n_df]
-            raw_partition = df[n_partition]
-            partition = tuple(
-                raw_partition[name] if conv is None else conv(raw_partition[name])
-                for name, conv in partition_plan
-            )
+            partition = df[n_partition]
+            if converters is not None:
+                partition = tuple(
+                    v if conv is None else conv(v) for v, conv in zip(partition, converters, strict=True)
+                )
             record_count = df[n_records]
-            content = _CONTENTS[df[n_content]] if n_content else DataFileContent.DATA
-            first_row_id = df[n_frid] if n_frid else None
-            if (
-                next_row_id is not None
-                and first_row_id is None
-                and content is DataFileContent.DATA
-                and status is not ManifestEntryStatus.DELETED
-            ):
+            content = contents[df[n_content]] if n_content is not None else DATA
+            first_row_id = df[n_frid] if n_frid is not None else None
+            if next_row_id is not None and first_row_id is None and content is DATA and status is not DELETED:
                 first_row_id = next_row_id
                 next_row_id += record_count
             # After the row-id accounting: skipped files still take their ids.
             if partition_filter is not None and not partition_filter(partition):
                 continue
-            data_file = DataFile(
-                content=content,
-                file_path=df[n_path],
-                file_format=_format(df[n_format]),
-                partition=partition,
-                record_count=record_count,
-                file_size_in_bytes=df[n_size],
-                column_sizes=_kv(df[n_cs]) if n_cs else None,
-                value_counts=_kv(df[n_vc]) if n_vc else None,
-                null_value_counts=_kv(df[n_nc]) if n_nc else None,
-                nan_value_counts=_kv(df[n_nan]) if n_nan else None,
-                lower_bounds=_kv(df[n_lb]) if n_lb else None,
-                upper_bounds=_kv(df[n_ub]) if n_ub else None,
-                key_metadata=df[n_km] if n_km else None,
-                split_offsets=_tuple(df[n_so]) if n_so else None,
-                equality_ids=_tuple(df[n_eq]) if n_eq else None,
-                sort_order_id=df[n_sort] if n_sort else None,
-                first_row_id=first_row_id,
-                referenced_data_file=df[n_ref] if n_ref else None,
-                content_offset=df[n_coff] if n_coff else None,
-                content_size_in_bytes=df[n_csize] if n_csize else None,
-                spec_id=spec_id,
+            fmt = df[n_format]
+            file_format = formats.get(fmt)
+            if file_format is None:
+                file_format = _format(fmt)
+            data_file = _data_file(
+                content,
+                df[n_path],
+                file_format,
+                partition,
+                record_count,
+                df[n_size],
+                _kv(df[n_cs]) if n_cs is not None else None,
+                _kv(df[n_vc]) if n_vc is not None else None,
+                _kv(df[n_nc]) if n_nc is not None else None,
+                _kv(df[n_nan]) if n_nan is not None else None,
+                _kv(df[n_lb]) if n_lb is not None else None,
+                _kv(df[n_ub]) if n_ub is not None else None,
+                df[n_km] if n_km is not None else None,
+                _tuple(df[n_so]) if n_so is not None else None,
+                _tuple(df[n_eq]) if n_eq is not None else None,
+                df[n_sort] if n_sort is not None else None,
+                first_row_id,
+                df[n_ref] if n_ref is not None else None,
+                df[n_coff] if n_coff is not None else None,
+                df[n_csize] if n_csize is not None else None,
+                spec_id,
             )
             problem = _invalid(data_file, expected_content)
             if problem:
                 raise CorruptFileError.of(path, MANIFEST, f"entry for {data_file.file_path!r}: {problem}")
-            snapshot_id = rec[n_snap] if n_snap else None
+            snapshot_id = rec[n_snap] if n_snap is not None else None
             if snapshot_id is None:
                 snapshot_id = manifest_snapshot_id
-            seq = rec[n_seq] if n_seq else None
-            fseq = rec[n_fseq] if n_fseq else None
+            seq = rec[n_seq] if n_seq is not None else None
+            fseq = rec[n_fseq] if n_fseq is not None else None
             if (seq is not None and seq < 0) or (fseq is not None and fseq < 0):
                 raise CorruptFileError.of(
                     path,
                     MANIFEST,
                     f"entry for {data_file.file_path!r}: negative sequence number {seq}/{fseq}",
                 )
-            if inherit_seq is not None and (status is ManifestEntryStatus.ADDED or inherit_seq == 0):
+            if inherit_seq is not None and (status is ADDED or inherit_seq == 0):
                 if seq is None:
                     seq = inherit_seq
                 if fseq is None:
