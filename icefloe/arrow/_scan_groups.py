@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -76,6 +76,11 @@ __all__ = [
 GROUPED_FILE_MAX_BYTES = 4 * 1024 * 1024
 #: Tasks whose footers are read ahead of scanning (bounds footer memory on huge tables).
 WINDOW_FILES = 256
+#: The first window is smaller: scanning starts once its footers are read, while the footers of
+#: the next window are read on a background thread.
+FIRST_WINDOW_FILES = 32
+#: Groups that ``read_table`` scans at once.
+GROUPS_IN_FLIGHT = 2
 DEFAULT_FRAGMENT_READAHEAD = 4
 DEFAULT_BATCH_READAHEAD = 4
 
@@ -240,8 +245,17 @@ def _all_units(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions) -> 
     thread while the current one is scanned (both wait in Arrow with the GIL released)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from icefloe.scan.row_lineage import lineage_ids
+
+    if lineage_ids(opts.projected_schema):
+        # Row lineage (_row_id, _last_updated_sequence_number) is filled per file from each
+        # row's position: the per-file path reads such scans.
+        yield from (_Single(t) for t in tasks if not isinstance(t.residual, AlwaysFalse))
+        return
     residuals = _Residuals(opts.table_schema, opts.case_sensitive)
-    windows = [tasks[i : i + WINDOW_FILES] for i in range(0, len(tasks), WINDOW_FILES)]
+    first = min(FIRST_WINDOW_FILES, WINDOW_FILES)
+    windows = [tasks[:first]] if tasks else []
+    windows += [tasks[i : i + WINDOW_FILES] for i in range(first, len(tasks), WINDOW_FILES)]
     if len(windows) <= 1:
         for w in windows:
             yield from _units(_open(io, w), residuals)
@@ -441,10 +455,8 @@ def _parquet_format(**kwargs: Any) -> ds.ParquetFileFormat:
 
 def _scan_group_table(io: FileIO, group: _Group, opts: ReadOptions) -> pa.Table:
     layout = _layout(group, opts)
-    if not layout.selectable or (group.has_deletes and layout.mask is None):
-        # Only position deletes (a copy of nearly every row), or a struct to narrow by id: per
-        # batch as the scan yields them, the copies overlapping Arrow's decoding of the next
-        # files (one filter over the whole table afterwards would run alone on one core).
+    if not layout.selectable:
+        # A struct to narrow by id: per batch as the scan yields them.
         batches = list(_scan_group_batches(io, group, opts, layout))
         return pa.Table.from_batches(batches, schema=schema_to_arrow(opts.projected_schema))
     pushdown = None if group.has_deletes else layout.pushdown
@@ -453,30 +465,88 @@ def _scan_group_table(io: FileIO, group: _Group, opts: ReadOptions) -> pa.Table:
     )
     arrays = _project_columns(layout, table.columns, table.num_rows, chunked=True)
     out = pa.Table.from_arrays(arrays, schema=layout.read_arrow) if layout.read_schema.fields else table
-    selection = None
-    if group.has_deletes:
-        # Every row of every file, in order: a file's rows follow its predecessors'.
-        counts = [f.metadata.num_rows for f in group.fragments]
-        selection = _keep_mask(_positions(io, group, opts), counts)
+    # Without a pushed-down residual every row of every file is here, in order: a file's rows
+    # follow its predecessors'.
+    counts = [f.metadata.num_rows for f in group.fragments] if group.has_deletes else []
+    positions = _positions(io, group, opts) if group.has_deletes else []
     if layout.mask is not None and pushdown is None:
         # A residual Arrow cannot run (or deletes): one filter with the deletes' mask, in Arrow
         # kernels over the whole group rather than Python per batch.
-        m = layout.mask(out)
-        selection = m if selection is None else pc.and_(m, selection)
-    if selection is not None:
-        out = out.filter(selection)
+        selection = layout.mask(out)
+        keep = _keep_mask(positions, counts) if group.has_deletes else None
+        if keep is not None:
+            selection = pc.and_(selection, keep)
+        out = _filter(out, selection)
+    elif group.has_deletes:
+        out = _drop_positions(out, positions, counts)
     if layout.read_schema is not opts.projected_schema:
         out = out.select([f.name for f in opts.projected_schema.fields])
     return out
 
 
+def _drop_positions(table: pa.Table, positions: list[np.ndarray[Any, Any]], counts: list[int]) -> pa.Table:
+    """``table`` (its files' rows concatenated in order) without the deleted positions. Only the
+    runs of files that have deletes are copied (one ``take`` per run); the runs of files without
+    are zero-copy slices."""
+    if not table.num_columns:  # only a row count (take and concat_tables would lose it)
+        return table.slice(0, sum(n - len(_in_file(p, n)) for p, n in zip(positions, counts, strict=True)))
+    parts: list[pa.Table] = []
+    offset = 0
+    run: list[np.ndarray[Any, Any]] = []  # the deleted positions of the current run, by table row
+    run_start = clean_start = 0
+    for p, n in zip(positions, counts, strict=True):
+        live = _in_file(p, n)
+        if len(live):
+            if not run:
+                if clean_start < offset:
+                    parts.append(table.slice(clean_start, offset - clean_start))
+                run_start = offset
+            run.append(live + offset)
+        elif run:
+            parts.append(_without(table, run_start, offset, run))
+            run = []
+            clean_start = offset
+        offset += n
+    if run:
+        parts.append(_without(table, run_start, offset, run))
+    elif clean_start < offset:
+        parts.append(table.slice(clean_start, offset - clean_start))
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts) if parts else table.slice(0, 0)
+
+
+def _in_file(positions: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
+    """The sorted ``positions`` that are rows of a file of ``n`` rows (as the per-file path,
+    which ignores the others)."""
+    if not len(positions):
+        return positions
+    return positions[int(np.searchsorted(positions, 0)) : int(np.searchsorted(positions, n))]
+
+
+def _without(table: pa.Table, start: int, stop: int, deleted: list[np.ndarray[Any, Any]]) -> pa.Table:
+    keep: np.ndarray[Any, Any] = np.ones(stop - start, dtype=np.bool_)
+    keep[np.concatenate(deleted) - start] = False
+    # take by index: measured at three quarters of the time of Table.filter by the mask
+    return table.slice(start, stop - start).take(pa.array(np.flatnonzero(keep)))
+
+
+def _filter(table: pa.Table, selection: Any) -> pa.Table:
+    """``table.filter(selection)`` (a mask without nulls), a column at a time: measured 15% faster
+    than ``Table.filter`` on a group's table (one chunk per file)."""
+    if not table.num_columns:  # only a row count (from_arrays would lose it)
+        return table.filter(selection)
+    return pa.Table.from_arrays([pc.filter(c, selection) for c in table.columns], schema=table.schema)
+
+
 def _keep_mask(positions: list[np.ndarray[Any, Any]], counts: list[int]) -> pa.Array | None:
     """One keep mask over a group's rows (its files' rows concatenated in order)."""
-    parts = []
+    parts: list[np.ndarray[Any, Any]] = []
     offset = 0
     for p, n in zip(positions, counts, strict=True):
-        if len(p):
-            parts.append(p[p < n] + offset)
+        live = _in_file(p, n)
+        if len(live):
+            parts.append(live + offset)
         offset += n
     if not parts:
         return None
@@ -567,7 +637,7 @@ def _finish(
     return batch
 
 
-def _diagnose(io: FileIO, group: _Group, opts: ReadOptions, error: BaseException) -> None:
+def _diagnose(io: FileIO, group: _Group, opts: ReadOptions, error: BaseException) -> NoReturn:
     """A group scan failed: read its files one by one to raise the typed error naming the file."""
     for task in group.tasks:
         for _ in _read_single(io, task, opts):
@@ -603,12 +673,17 @@ def stream_batches(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions)
 
 def read_table(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions) -> pa.Table:
     """All rows of ``tasks`` in plan order as one table of ``opts.projected_schema``. Groups are
-    scanned by Arrow's threads; the files read one by one go through a pool of ``opts.threads``."""
-    from concurrent.futures import ThreadPoolExecutor
+    scanned by Arrow's threads, :data:`GROUPS_IN_FLIGHT` at once so that one group's
+    deletes, residual and projection overlap the next group's decoding (and no core idles while
+    a scan drains); the files read one by one go through a pool of ``opts.threads``."""
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor, wait
 
     schema = schema_to_arrow(opts.projected_schema)
-    parts: list[Any] = []  # tables, or futures of lists of batches
+    parts: list[Any] = []  # futures of tables or of lists of batches, or lists of batches
     pool: ThreadPoolExecutor | None = None
+    group_pool: ThreadPoolExecutor | None = None
+    in_flight: deque[Future[pa.Table]] = deque()
     try:
         for unit in _all_units(io, tasks, opts):
             if isinstance(unit, _Single):
@@ -619,22 +694,39 @@ def read_table(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions) -> 
                 else:
                     parts.append(pool.submit(_single_batches, io, unit.task, opts))
                 continue
-            try:
-                parts.append(_scan_group_table(io, unit, opts))
-            except (OSError, pa.ArrowException) as e:
-                _diagnose(io, unit, opts, e)
+            if group_pool is None:
+                group_pool = ThreadPoolExecutor(GROUPS_IN_FLIGHT, thread_name_prefix="icefloe-groups")
+            future = group_pool.submit(_group_table, io, unit, opts)
+            parts.append(future)
+            in_flight.append(future)
+            if len(in_flight) >= GROUPS_IN_FLIGHT:
+                # Bounds the footers and group tables read ahead; errors are raised below, in order.
+                wait([in_flight.popleft()])
         tables = []
         for p in parts:
-            if isinstance(p, pa.Table):
-                tables.append(pa.Table.from_arrays(p.columns, schema=schema))
+            got = p.result() if not isinstance(p, list) else p
+            if isinstance(got, pa.Table) and got.num_columns:
+                tables.append(pa.Table.from_arrays(got.columns, schema=schema))
+            elif isinstance(got, pa.Table):  # no columns, only a row count: keep it
+                tables.append(pa.Table.from_batches(got.to_batches(), schema=schema))
             else:
-                tables.append(pa.Table.from_batches(p if isinstance(p, list) else p.result(), schema=schema))
+                tables.append(pa.Table.from_batches(got, schema=schema))
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for executor in (pool, group_pool):
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
     if not tables:
         return pa.Table.from_batches([], schema=schema)  # empty_table() fails on nested extension types
+    if not len(schema):  # concat_tables would lose the row counts of tables without columns
+        return pa.Table.from_batches([b for t in tables for b in t.to_batches()], schema=schema)
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _group_table(io: FileIO, group: _Group, opts: ReadOptions) -> pa.Table:
+    try:
+        return _scan_group_table(io, group, opts)
+    except (OSError, pa.ArrowException) as e:
+        _diagnose(io, group, opts, e)
 
 
 def _single_batches(io: FileIO, task: FileScanTask, opts: ReadOptions) -> list[pa.RecordBatch]:
