@@ -6,6 +6,11 @@ nanoseconds when no sub-microsecond part is present), string/binary offset and v
 dictionary -> values, decimal precision widening at equal scale, fixed_size_binary(16) -> uuid.
 Structs, lists and maps are checked recursively. Every error names the column path.
 
+A column (or struct field) the data lacks is filled with its ``write-default`` (format v3) when
+it has one, else with nulls; a required one without a write default is an error. Columns of
+the v3 ``unknown`` type are null in the conformed batch and never reach a data file:
+:func:`file_schema` and :func:`drop_unknown` leave them out.
+
 :func:`check_arrow_schema` checks types once per input schema; :func:`conform_batch` converts a
 batch and checks what only the data can tell (nulls in required fields).
 """
@@ -16,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.arrow.schema import primitive_to_arrow, schema_to_arrow, type_to_arrow
-from icefloe.errors import SchemaMismatchError
+from icefloe.errors import SchemaError, SchemaMismatchError
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -40,10 +45,11 @@ from icefloe.spec.types import (
     TimestamptzNsType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
 )
 
-__all__ = ["check_arrow_schema", "conform_batch"]
+__all__ = ["check_arrow_schema", "conform_batch", "drop_unknown", "file_schema"]
 
 _LISTS = (
     pa.types.is_list,
@@ -93,8 +99,13 @@ def _check_struct_fields(arrow_fields: list[pa.Field], struct: StructType, prefi
         af = by_name.get(f.name)
         path = prefix + f.name
         if af is None:
-            if f.required:
-                raise _mismatch(path, "is required but missing from the data")
+            if f.required and f.write_default is None:
+                raise _mismatch(
+                    path,
+                    "is required but missing from the data",
+                    hint="add the column to the data, or give it a write default "
+                    "(update_schema().update_column_default, format v3)",
+                )
             continue
         _check_type(af.type, f.field_type, path)
 
@@ -151,6 +162,8 @@ def _primitive_allowed(s: pa.DataType, t: PrimitiveType) -> bool:
         return bool(pa.types.is_timestamp(s) and s.tz is None)
     if isinstance(t, TimestamptzType | TimestamptzNsType):
         return bool(pa.types.is_timestamp(s) and s.tz is not None)
+    if isinstance(t, UnknownType):
+        return bool(pa.types.is_null(s))
     if isinstance(t, StringType):
         return bool(pa.types.is_string(s) or pa.types.is_large_string(s) or pa.types.is_string_view(s))
     if isinstance(t, BinaryType):
@@ -176,10 +189,110 @@ def conform_batch(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
     for f in schema.fields:
         idx = batch.schema.get_field_index(f.name)
         if idx < 0:
-            arrays.append(pa.nulls(n, type_to_arrow(f.field_type)))
+            arrays.append(_absent(f, n))
             continue
         arrays.append(_conform(batch.column(idx), f, f.name))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _absent(f: NestedField, n: int) -> pa.Array:
+    """The values of a column the data lacks: its write default (format v3), else nulls."""
+    target = type_to_arrow(f.field_type)
+    default = f.write_default
+    if default is None or isinstance(f.field_type, UnknownType):
+        return pa.nulls(n, target)
+    t = f.field_type
+    if isinstance(t, StructType):
+        # an empty struct default: each field takes its own write default
+        children = [_absent(c, n) for c in t.fields]
+        return pa.StructArray.from_arrays(
+            children, fields=[target.field(i) for i in range(target.num_fields)]
+        )
+    if not isinstance(t, PrimitiveType):
+        return pa.nulls(n, target)  # list/map defaults are refused when set
+    return pa.repeat(_default_scalar(t, default, target), n)
+
+
+def _default_scalar(t: PrimitiveType, value: object, target: pa.DataType) -> pa.Scalar:
+    """An Arrow scalar of ``target`` for a default in icefloe's internal representation."""
+    if isinstance(target, pa.BaseExtensionType):  # uuid
+        return pa.ExtensionScalar.from_storage(target, getattr(value, "bytes", value))
+    if isinstance(t, DateType):
+        return pa.scalar(value, pa.int32()).cast(target)
+    if isinstance(t, TimeType | TimestampType | TimestamptzType | TimestampNsType | TimestamptzNsType):
+        return pa.scalar(value, pa.int64()).cast(target)
+    return pa.scalar(value, target)
+
+
+def file_schema(schema: Schema) -> Schema:
+    """``schema`` without its ``unknown`` columns: the schema of the data files a write produces
+    (the spec stores no column for ``unknown``)."""
+    if not _has_unknown(schema.as_struct()):
+        return schema
+    struct = _struct_without_unknown(schema.as_struct(), "")
+    return Schema(
+        *struct.fields, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids
+    )
+
+
+def _has_unknown(t: IcebergType) -> bool:
+    return isinstance(t, UnknownType) or any(_has_unknown(f.field_type) for f in getattr(t, "fields", ()))
+
+
+def _struct_without_unknown(t: StructType, prefix: str) -> StructType:
+    out = []
+    for f in t.fields:
+        ft = f.field_type
+        if isinstance(ft, UnknownType):
+            continue
+        if isinstance(ft, StructType):
+            out.append(
+                NestedField(
+                    f.field_id,
+                    f.name,
+                    _struct_without_unknown(ft, f"{prefix}{f.name}."),
+                    f.required,
+                    f.doc,
+                    f.initial_default,
+                    f.write_default,
+                )
+            )
+        elif _has_unknown(ft):
+            raise SchemaError(
+                f"column {prefix}{f.name!r} has an unknown type inside a list or map, "
+                "which cannot be written",
+                hint="promote the unknown type to a concrete type first (update_column)",
+                column=prefix + f.name,
+            )
+        else:
+            out.append(f)
+    return StructType(*out)
+
+
+def drop_unknown(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
+    """A batch conformed to ``schema`` without its ``unknown`` columns (see :func:`file_schema`)."""
+    target = file_schema(schema)
+    if target is schema:
+        return batch
+    arrays = [
+        _drop_unknown_array(batch.column(i), f)
+        for i, f in enumerate(schema.fields)
+        if not isinstance(f.field_type, UnknownType)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema_to_arrow(target))
+
+
+def _drop_unknown_array(arr: pa.Array, f: NestedField) -> pa.Array:
+    t = f.field_type
+    if not isinstance(t, StructType) or not _has_unknown(t):
+        return arr
+    kept = [(i, c) for i, c in enumerate(t.fields) if not isinstance(c.field_type, UnknownType)]
+    target = type_to_arrow(_struct_without_unknown(t, ""))
+    children = [_drop_unknown_array(arr.field(i), c) for i, c in kept]
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(
+        children, fields=[target.field(j) for j in range(target.num_fields)], mask=mask
+    )
 
 
 def _conform(arr: pa.Array, f: NestedField, path: str) -> pa.Array:
@@ -228,9 +341,10 @@ def _conform_struct(arr: pa.Array, t: StructType, target_type: pa.DataType, path
         child_path = f"{path}.{f.name}"
         idx = children.get(f.name)
         if idx is None:
-            if f.required and len(arr) > parent_nulls:
+            if f.required and f.write_default is None and len(arr) > parent_nulls:
                 raise _mismatch(child_path, "is required but missing from the data")
-            out.append(pa.nulls(len(arr), type_to_arrow(f.field_type)))
+            absent = _absent(f, len(arr))
+            out.append(_fill_nulls(absent) if f.required and absent.null_count else absent)
             continue
         child = flat[idx]
         if pa.types.is_dictionary(child.type):

@@ -12,7 +12,13 @@ Type choices, picked so that what we write reads back from Parquet with the same
   FIXED_LEN_BYTE_ARRAY(16) with the UUID logical type, as Iceberg Java does, and reads it back as
   the extension type.
 * fixed[L] -> ``fixed_size_binary(L)``; time -> ``time64('us')``; timestamp -> ``timestamp('us')``;
-  timestamptz -> ``timestamp('us', tz='UTC')``; the v3 nanosecond types -> ``timestamp('ns')``.
+  timestamptz -> ``timestamp('us', tz='UTC')``; the v3 nanosecond types -> ``timestamp('ns')``
+  (``timestamp('ns', tz='UTC')`` with zone).
+* the v3 ``unknown`` type -> ``pa.null()`` (its values are always null; it is never written to
+  data files).
+
+Arrow -> Iceberg depends on the table's format version: on v3 ``timestamp('ns')`` becomes
+``timestamp_ns`` and ``pa.null()`` ``unknown``; v1/v2 cannot store either.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from icefloe.spec.types import (
     TimestamptzNsType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
 )
 
@@ -99,6 +106,8 @@ def primitive_to_arrow(t: PrimitiveType) -> pa.DataType:
         return pa.binary(t.length)
     if isinstance(t, BinaryType):
         return pa.binary()
+    if isinstance(t, UnknownType):
+        return pa.null()
     raise SchemaError(f"Iceberg type {t} has no Arrow equivalent in icefloe yet")
 
 
@@ -162,8 +171,9 @@ def field_id_of(f: pa.Field) -> int | None:
 class _ArrowConverter:
     """Builds Iceberg types from Arrow types; tracks whether every field had an id."""
 
-    def __init__(self, timestamp_ns: TimestampNsMode) -> None:
+    def __init__(self, timestamp_ns: TimestampNsMode, format_version: int) -> None:
         self.timestamp_ns = timestamp_ns
+        self.format_version = format_version
         self.all_ids = True
         self.next_temp_id = 0
 
@@ -174,7 +184,9 @@ class _ArrowConverter:
             self.next_temp_id += 1
             fid = -self.next_temp_id  # placeholder, replaced by assign_fresh_ids
         ftype = self.type(f.type, path)
-        return NestedField(fid, name or f.name, ftype, required=not f.nullable)
+        # unknown is always optional (its values are null); Arrow allows a non-nullable null field
+        required = not f.nullable and not isinstance(ftype, UnknownType)
+        return NestedField(fid, name or f.name, ftype, required=required)
 
     def type(self, t: pa.DataType, path: str) -> IcebergType:
         if pa.types.is_dictionary(t):
@@ -205,6 +217,14 @@ class _ArrowConverter:
             return self.primitive(t.storage_type, path)
         if pa.types.is_boolean(t):
             return BooleanType()
+        if pa.types.is_null(t):
+            if self.format_version >= 3:
+                return UnknownType()
+            raise SchemaError(
+                f"column {path!r} has Arrow type null, which only format v3 tables store (type unknown)",
+                hint="cast the column to the type it will hold, or use a table with format-version 3",
+                column=path,
+            )
         if t in (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16()):
             return IntegerType()
         if t in (pa.int64(), pa.uint32()):
@@ -247,15 +267,17 @@ class _ArrowConverter:
             if self.timestamp_ns == "error":
                 raise SchemaError(
                     f"column {path!r} has nanosecond timestamps, which Iceberg v2 cannot store",
-                    hint="cast it to timestamp('us') first, or pass timestamp_ns='downcast' "
-                    "(microsecond columns; values with sub-microsecond parts are rejected when written) "
-                    "or timestamp_ns='keep' (v3 timestamp_ns types)",
+                    hint="create the table with properties={'format-version': '3'} (timestamp_ns "
+                    "types), cast it to timestamp('us') first, or pass timestamp_ns='downcast' "
+                    "(microsecond columns; values with sub-microsecond parts are rejected when written)",
                     column=path,
                 )
         return TimestamptzType() if tz else TimestampType()
 
 
-def arrow_to_schema(pa_schema: pa.Schema, *, timestamp_ns: TimestampNsMode = "error") -> Schema:
+def arrow_to_schema(
+    pa_schema: pa.Schema, *, timestamp_ns: TimestampNsMode | None = None, format_version: int = 2
+) -> Schema:
     """An Iceberg schema for an Arrow schema.
 
     Field ids come from ``PARQUET:field_id`` metadata when every field (including list elements
@@ -263,9 +285,13 @@ def arrow_to_schema(pa_schema: pa.Schema, *, timestamp_ns: TimestampNsMode = "er
     Non-nullable Arrow fields become required. Dictionary types become their value type, large and
     view types their plain equivalent, unsigned 8/16-bit integers ``int`` and uint32 ``long``.
     Nanosecond timestamps raise :class:`SchemaError` unless ``timestamp_ns`` is ``"downcast"``
-    (microsecond types) or ``"keep"`` (the v3 ``timestamp_ns`` types).
+    (microsecond types) or ``"keep"`` (the v3 ``timestamp_ns`` types); it defaults to ``"keep"``
+    for ``format_version`` 3 and ``"error"`` below. On v3, ``pa.null()`` becomes ``unknown``
+    (always optional); below v3 it is a :class:`SchemaError`.
     """
-    conv = _ArrowConverter(timestamp_ns)
+    if timestamp_ns is None:
+        timestamp_ns = "keep" if format_version >= 3 else "error"
+    conv = _ArrowConverter(timestamp_ns, format_version)
     fields = [conv.field(f, f.name) for f in pa_schema]
     if conv.all_ids:
         return Schema(*fields)

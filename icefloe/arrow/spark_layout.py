@@ -16,7 +16,17 @@ import pyarrow.compute as pc
 
 from icefloe.errors import SchemaMismatchError
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import FixedType, IcebergType, ListType, MapType, NestedField, StructType, UUIDType
+from icefloe.spec.types import (
+    FixedType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNsType,
+    TimestamptzNsType,
+    UUIDType,
+)
 
 __all__ = ["from_spark_batch", "to_spark_batch", "uuid_text_to_bytes", "uuid_bytes_to_text"]
 
@@ -93,7 +103,7 @@ def _needs_work_for_spark(t: IcebergType) -> bool:
         return _needs_work_for_spark(t.element_type)
     if isinstance(t, MapType):
         return _needs_work_for_spark(t.key_type) or _needs_work_for_spark(t.value_type)
-    return _needs_work(t)
+    return _needs_work(t) or isinstance(t, TimestampNsType | TimestamptzNsType)
 
 
 def _null_mask(arr: pa.Array) -> pa.Array | None:
@@ -123,7 +133,14 @@ def _without_validity(arr: pa.Array) -> pa.Array:
 
 def _to_spark(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
     if not _needs_work_for_spark(t):
-        return arr.cast(target, safe=False)  # safe=False: timestamp_ns is truncated to micros
+        return arr.cast(target, safe=False)
+    if isinstance(t, TimestampNsType | TimestamptzNsType):
+        # Spark has microseconds: floor to the earlier microsecond (a cast rounds toward zero,
+        # which moves instants before 1970 later), as Iceberg Java converts nanoseconds
+        nanos = arr.cast(pa.int64())
+        micros = pc.divide(nanos, 1000)
+        below = pc.less(pc.subtract(nanos, pc.multiply(micros, 1000)), 0)
+        return pc.subtract(micros, below.cast(pa.int64())).cast(target)
     if isinstance(t, UUIDType):
         return uuid_bytes_to_text(arr)
     if isinstance(t, FixedType):

@@ -63,12 +63,12 @@ from typing import IO, Any, NoReturn, TypeAlias
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe.arrow.conform import check_arrow_schema, conform_batch
+from icefloe.arrow.conform import check_arrow_schema, conform_batch, drop_unknown, file_schema
 from icefloe.arrow.metrics import FileMetrics, MetricsCollector, MetricsConfig
 from icefloe.arrow.partitioning import partition_batch
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.arrow.sort import ArrowSortOrder
-from icefloe.errors import ConfigError, FileIOError, IcefloeError, ValidationError
+from icefloe.errors import ConfigError, FileIOError, IcefloeError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
 from icefloe.spec.partition import PartitionSpec
@@ -521,10 +521,25 @@ def write_data_files(
     if input_schema is not None:
         check_arrow_schema(input_schema, schema)
     checked: set[pa.Schema] = set() if input_schema is None else {input_schema}
+    # format v3 ``unknown`` columns are always null and have no column in data files
+    stored = file_schema(schema)
+    unknown_sources = [
+        f
+        for f in spec.fields
+        if schema.find_field_or_none(f.source_id) is not None
+        and stored.find_field_or_none(f.source_id) is None
+    ]
+    if unknown_sources:
+        raise UnsupportedFeatureError(
+            f"cannot write data partitioned by {unknown_sources[0].name!r}: its source column has "
+            "type unknown, which has no partition value type in manifests",
+            hint="promote the column to its type first (update_schema().update_column), or drop the "
+            "partition field (update_spec())",
+        )
     writer = _DataFileWriter(
         io,
         metadata,
-        schema,
+        stored,
         spec,
         options,
         str(write_uuid or uuid_mod.uuid4()),
@@ -541,7 +556,7 @@ def write_data_files(
             if batch.schema not in checked:
                 check_arrow_schema(batch.schema, schema)
                 checked.add(batch.schema)
-            writer.add(conform_batch(batch, schema))
+            writer.add(drop_unknown(conform_batch(batch, schema), schema))
         return writer.finish()
     except BaseException as e:
         writer.abort()

@@ -697,10 +697,13 @@ def _new_table_metadata(
     from icefloe.spec.partition import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
     from icefloe.spec.sort_order import UNSORTED_SORT_ORDER
 
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
     if not isinstance(schema, Schema):
         from icefloe.arrow.schema import arrow_to_schema
 
-        schema = arrow_to_schema(schema)
+        # format v3 stores nanosecond timestamps (timestamp_ns) and null columns (unknown)
+        version = props.get("format-version", "2")
+        schema = arrow_to_schema(schema, format_version=int(version) if version.isdigit() else 2)
 
     if partition_by is None:
         spec = UNPARTITIONED_SPEC
@@ -715,5 +718,4 @@ def _new_table_metadata(
         spec = build_partition_spec(schema, list(partition_by))
 
     order = UNSORTED_SORT_ORDER if sort_order is None else sort_order
-    props = {str(k): str(v) for k, v in (properties or {}).items()}
     return TableMetadataBuilder.new_table(schema, spec, order, location, props).build()

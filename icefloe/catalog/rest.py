@@ -468,7 +468,8 @@ class RestCatalog(Catalog):
         if not isinstance(schema, Schema):
             from icefloe.arrow.schema import arrow_to_schema
 
-            schema = arrow_to_schema(schema)
+            version = str((properties or {}).get("format-version", "2"))  # v3: timestamp_ns, unknown
+            schema = arrow_to_schema(schema, format_version=int(version) if version.isdigit() else 2)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
         elif isinstance(partition_by, PartitionSpec):

@@ -12,7 +12,9 @@ date                   DateType
 time                   TimeType(6)                 Spark 4.1+ TIME; microseconds
 timestamp              TimestampNTZType            no time zone (wall clock)
 timestamptz            TimestampType               an instant (Spark's session zone for display)
-timestamp_ns(tz)       TimestampNTZType (Type)     read truncated to microseconds
+timestamp_ns(tz)       TimestampNTZType (Type)     v3; read truncated to microseconds, written
+                                                   from microseconds (Spark has no nanoseconds)
+unknown                NullType                    v3; always null
 string                 StringType                  Char/Varchar write to string
 uuid                   StringType                  canonical 36-character text, as Iceberg Java
 fixed(L) / binary      BinaryType                  fixed: writes must have exactly L bytes
@@ -50,6 +52,7 @@ from icefloe.spec.types import (
     TimestamptzNsType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
 )
 
@@ -72,6 +75,7 @@ _PRIMITIVES: dict[type[IcebergType], st.DataType] = {
     UUIDType: st.StringType(),
     FixedType: st.BinaryType(),
     BinaryType: st.BinaryType(),
+    UnknownType: st.NullType(),
 }
 
 

@@ -41,7 +41,7 @@ from icefloe.spec.snapshot import (
 )
 from icefloe.spec.sort_order import UNSORTED_SORT_ORDER, SortField, SortOrder
 from icefloe.spec.table_metadata import WRITABLE_FORMAT_VERSIONS, TableMetadata
-from icefloe.spec.types import IcebergType, TimestampNsType, TimestamptzNsType
+from icefloe.spec.types import IcebergType, TimestampNsType, TimestamptzNsType, UnknownType
 from icefloe.spec.updates import (
     AddPartitionSpec,
     AddSchema,
@@ -92,10 +92,19 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _v3_only_types(t: IcebergType) -> bool:
+def _v3_only_feature(t: IcebergType) -> str | None:
+    """What in type ``t`` needs format v3 (nanosecond timestamps, unknown, field defaults), or None."""
     if isinstance(t, TimestampNsType | TimestamptzNsType):
-        return True
-    return any(_v3_only_types(f.field_type) for f in getattr(t, "fields", ()))
+        return "nanosecond timestamps"
+    if isinstance(t, UnknownType):
+        return "the unknown type"
+    for f in getattr(t, "fields", ()):
+        if f.initial_default is not None or f.write_default is not None:
+            return f"column defaults (field {f.name!r})"
+        found = _v3_only_feature(f.field_type)
+        if found is not None:
+            return found
+    return None
 
 
 class TableMetadataBuilder:
@@ -257,9 +266,11 @@ class TableMetadataBuilder:
 
     def add_schema(self, schema: Schema, last_column_id: int | None = None) -> TableMetadataBuilder:
         """Add ``schema`` (reusing the id of an identical schema if there is one)."""
-        if self.format_version < 3 and _v3_only_types(schema.as_struct()):
+        v3_only = _v3_only_feature(schema.as_struct()) if self.format_version < 3 else None
+        if v3_only is not None:
             raise UnsupportedFeatureError(
-                f"nanosecond timestamps need table format version 3, this table is v{self.format_version}"
+                f"{v3_only}: only format version 3 tables hold them, this table is v{self.format_version}",
+                hint="upgrade the table first: table.upgrade_format_version(3)",
             )
         new_last = max(self.last_column_id, schema.highest_field_id, last_column_id or 0)
         existing = next((sid for sid, s in self.schemas.items() if s == schema), None)

@@ -3,8 +3,9 @@
 ::
 
     SchemaEvolution(current schema, last-column-id, case_sensitive, allow_incompatible_changes)
-      add_column | delete_column | rename_column | update_column | move_first/_before/_after
-      | set_identifier_fields | union_by_name     each call checked at once (typed errors)
+      add_column | delete_column | rename_column | update_column | update_column_default
+      | move_first/_before/_after | set_identifier_fields | union_by_name
+                                  each call checked at once (typed errors)
       -> apply()                  the new Schema: new ids from last-column-id + 1, identifier
                                   fields checked (required, primitive, not float/double, only
                                   inside required structs)
@@ -18,6 +19,12 @@ Columns are named by full dotted path the way Java names them (``address.city``,
 dot). Columns added in the same update can be moved, updated and made identifier fields, but not
 renamed or deleted; a column cannot be deleted and changed in the same update (Java's rules).
 
+Format v3 only: types ``timestamp_ns``, ``timestamptz_ns`` and ``unknown`` (always optional; it
+may be promoted to any type), and column defaults. A column added with a default gets it as both
+``initial-default`` (what rows written before it read) and ``write-default`` (what writes that
+lack the column store); a required column may then be added without
+``allow_incompatible_changes``. ``update_column_default`` changes only the write default.
+
 Engine-free: types are icefloe types here. ``icefloe.table.update_schema`` is the user-facing
 context manager that also takes Arrow types and commits the result.
 """
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from icefloe.errors import IncompatibleSchemaChangeError, SchemaError
 from icefloe.spec._evolution_properties import (
@@ -47,8 +54,11 @@ from icefloe.spec.types import (
     StructType,
     TimestampNsType,
     TimestampType,
+    TimestamptzNsType,
+    UnknownType,
     is_promotion_allowed,
 )
+from icefloe.spec.values import default_from_python
 from icefloe.transforms import Transform, TransformKind
 
 if TYPE_CHECKING:
@@ -62,7 +72,7 @@ ColumnPath = str | Sequence[str]
 _ROOT = -1
 _PROMOTIONS = (
     "int -> long, float -> double, decimal(P, S) -> decimal(P', S) with P' > P "
-    "(and date -> timestamp on format v3 tables)"
+    "(and on format v3 tables date -> timestamp and unknown -> any type)"
 )
 # Partition transforms whose values stay the same when a date column becomes a timestamp.
 _DATE_SAFE = frozenset({TransformKind.YEAR, TransformKind.MONTH, TransformKind.DAY, TransformKind.VOID})
@@ -81,6 +91,17 @@ def _incompatible(message: str, column: str, hint: str | None = None) -> Incompa
 
 def _is_float(t: IcebergType) -> bool:
     return isinstance(t, FloatType | DoubleType)
+
+
+def _v3_only(t: IcebergType) -> IcebergType | None:
+    """The first type inside ``t`` that only format v3 tables may hold, or None."""
+    if isinstance(t, TimestampNsType | TimestamptzNsType | UnknownType):
+        return t
+    for f in getattr(t, "fields", ()):
+        found = _v3_only(f.field_type)
+        if found is not None:
+            return found
+    return None
 
 
 class SchemaEvolution:
@@ -223,7 +244,15 @@ class SchemaEvolution:
             ids = [self._next_id() for _ in t.fields]
             return StructType(
                 *(
-                    NestedField(new, f.name, self._fresh_ids(f.field_type), f.required, f.doc)
+                    NestedField(
+                        new,
+                        f.name,
+                        self._fresh_ids(f.field_type),
+                        f.required,
+                        f.doc,
+                        f.initial_default,
+                        f.write_default,
+                    )
                     for new, f in zip(ids, t.fields, strict=True)
                 )
             )
@@ -238,13 +267,42 @@ class SchemaEvolution:
         return t
 
     # ------------------------------------------------------------------ add, delete, rename
+    def _check_version(self, name: str, t: IcebergType, what: str) -> None:
+        bad = _v3_only(t)
+        if bad is not None and self.format_version < 3:
+            raise SchemaError(
+                f"cannot {what} {name!r}: type {bad} needs table format version 3, this table is "
+                f"v{self.format_version}",
+                hint="upgrade the table first (table.upgrade_format_version(3)) or use another type",
+                column=name,
+            )
+
+    def _default(self, name: str, t: IcebergType, default: Any) -> Any:
+        """``default`` checked against ``t`` (internal representation); format v3 only."""
+        if default is None:
+            return None
+        if self.format_version < 3:
+            raise SchemaError(
+                f"cannot set a default for {name!r}: column defaults need table format version 3, "
+                f"this table is v{self.format_version}",
+                hint="upgrade the table first: table.upgrade_format_version(3)",
+                column=name,
+            )
+        return default_from_python(t, default, name)
+
     def add_column(
-        self, path: ColumnPath, field_type: IcebergType, doc: str | None = None, required: bool = False
+        self,
+        path: ColumnPath,
+        field_type: IcebergType,
+        doc: str | None = None,
+        required: bool = False,
+        default: Any = None,
     ) -> int:
-        """Add a column (optional unless ``required``; a required one needs
-        ``allow_incompatible_changes``, since existing rows have no value for it). A dotted name
-        adds to the struct its prefix names; inside a list or map, to the element's or value's
-        struct (``points.element.z`` and ``points.z`` alike). Returns the new field id."""
+        """Add a column (optional unless ``required``). A required one needs a ``default``
+        (format v3) or ``allow_incompatible_changes``, since existing rows have no value for it.
+        ``default`` becomes the column's initial and write default. A dotted name adds to the
+        struct its prefix names; inside a list or map, to the element's or value's struct
+        (``points.element.z`` and ``points.z`` alike). Returns the new field id."""
         if isinstance(path, str):
             name = self._name(path)
             parent_name, _, leaf = name.rpartition(".")
@@ -290,15 +348,22 @@ class SchemaEvolution:
                 hint="rename or delete the existing column first, or pick another name",
                 column=name,
             )
-        if required and not self.allow_incompatible:
+        self._check_version(name, field_type, "add column")
+        value = self._default(name, field_type, default)
+        if required and isinstance(field_type, UnknownType):
+            raise SchemaError(
+                f"cannot add required column {name!r}: a column of type unknown is always optional",
+                column=name,
+            )
+        if required and value is None and not self.allow_incompatible:
             raise _incompatible(
                 f"cannot add required column {name!r}: the rows already in the table have no value for it",
                 name,
-                "add it as an optional column (the default), or call allow_incompatible_changes() "
-                "first if no reader will ever read the existing rows",
+                "add it as an optional column (the default), give it a default (format v3), or call "
+                "allow_incompatible_changes() first if no reader will ever read the existing rows",
             )
         new_id = self._next_id()
-        field = NestedField(new_id, leaf, self._fresh_ids(field_type), required, doc)
+        field = NestedField(new_id, leaf, self._fresh_ids(field_type), required, doc, value, value)
         self._updates[new_id] = field
         self._adds.setdefault(parent_id, []).append(new_id)
         if parent_id != _ROOT:
@@ -373,11 +438,35 @@ class SchemaEvolution:
         if doc is not None:
             self._update_doc(name, self._find_for_update(name) or field, doc)
 
+    def update_column_default(self, path: ColumnPath, default: Any) -> None:
+        """Set a column's write default (format v3): what writes that lack the column store.
+        ``None`` removes it. The initial default (what older rows read) never changes."""
+        name = self._name(path)
+        field = self._find_for_update(name)
+        if field is None:
+            raise self._missing("update the default of", name)
+        self._check_not_deleted("update the default of", name, field.field_id)
+        role = self._role(field.field_id)
+        if role is not None:
+            raise SchemaError(f"cannot set a default on {name!r}: a {role} has no default", column=name)
+        if default is None and self.format_version < 3:
+            return
+        value = self._default(name, field.field_type, default)
+        if value == field.write_default and type(value) is type(field.write_default):
+            return
+        self._updates[field.field_id] = replace(field, write_default=value)
+
     def _update_type(self, name: str, field: NestedField, new: IcebergType) -> None:
         current = field.field_type
         if not isinstance(new, IcebergType):
             raise SchemaError(f"cannot update {name!r}: {new!r} is not an Iceberg type", column=name)
         if new == current:
+            return
+        self._check_version(name, new, "change the type of")
+        if isinstance(current, UnknownType) and self.format_version >= 3:
+            # unknown -> any type: no data file holds the column, so nothing to convert
+            self._check_not_in_key("update", name, field.field_id)
+            self._updates[field.field_id] = replace(field, field_type=self._fresh_ids(new))
             return
         if not isinstance(current, PrimitiveType) or not isinstance(new, PrimitiveType):
             raise _incompatible(
@@ -411,6 +500,12 @@ class SchemaEvolution:
     def _update_required(self, name: str, field: NestedField, required: bool) -> None:
         if field.required == required:
             return
+        if required and isinstance(field.field_type, UnknownType):
+            raise SchemaError(
+                f"cannot make column {name!r} required: a column of type unknown is always optional",
+                hint="promote it to its type first (update_column(name, field_type=...))",
+                column=name,
+            )
         if required and not self.allow_incompatible:
             raise _incompatible(
                 f"cannot make column {name!r} required (optional -> required): existing rows may "

@@ -8,7 +8,12 @@ Python values of each type, as used everywhere inside icefloe (partition tuples,
 literals): boolean ``bool``; int/long ``int``; float/double ``float``; decimal ``decimal.Decimal``;
 date ``int`` days since 1970-01-01; time ``int`` microseconds since midnight; timestamp,
 timestamptz ``int`` microseconds since the epoch (timestamp_ns/timestamptz_ns nanoseconds);
-string ``str``; uuid ``uuid.UUID``; fixed/binary ``bytes``.
+string ``str``; uuid ``uuid.UUID``; fixed/binary ``bytes``; unknown (v3) only ``None``.
+
+Field defaults (``NestedField.initial_default`` / ``write_default``, format v3) hold that same
+internal representation; :func:`type_to_json` / :func:`type_from_json` convert them to and from
+the spec's JSON single-value serialization (a struct default is ``()``, the JSON ``{}``: each
+field then takes its own default).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ __all__ = [
     "TimestamptzNsType",
     "TimestamptzType",
     "UUIDType",
+    "UnknownType",
     "is_promotion_allowed",
     "parse_primitive",
     "type_from_json",
@@ -160,6 +166,14 @@ class TimestamptzNsType(PrimitiveType):
     """v3 only: timestamp with time zone, nanoseconds."""
 
     name: ClassVar[str] = "timestamptz_ns"
+
+
+@dataclass(frozen=True, repr=False)
+class UnknownType(PrimitiveType):
+    """v3 only: a column whose type is not known yet. Always optional and null, never stored in
+    data files; it may later be promoted to any type."""
+
+    name: ClassVar[str] = "unknown"
 
 
 @dataclass(frozen=True, repr=False)
@@ -319,6 +333,7 @@ _SIMPLE: dict[str, PrimitiveType] = {
         StringType(),
         UUIDType(),
         BinaryType(),
+        UnknownType(),
     )
 }
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
@@ -337,7 +352,44 @@ def parse_primitive(text: str) -> PrimitiveType:
     raise SchemaError(f"unknown Iceberg type {text!r}")
 
 
-def _default_to_json(value: Any) -> Any:
+def _default_to_json(t: IcebergType, value: Any, what: str) -> Any:
+    """A field default (internal representation) in the spec's JSON single-value form."""
+    from icefloe.errors import ValidationError
+    from icefloe.spec.values import to_json_value
+
+    if isinstance(t, StructType):
+        return {}  # field values live in the fields' own defaults
+    if isinstance(t, MapType):
+        value = dict(value)
+    try:
+        return to_json_value(t, value)
+    except (ValidationError, TypeError, ValueError, OverflowError) as e:
+        raise SchemaError(f"the {what} of field {t} cannot be serialized: {value!r} ({e})") from None
+
+
+def _default_from_json(t: IcebergType, obj: Any, what: str, name: str) -> Any:
+    """A field default from its JSON single-value form, in the internal representation."""
+    from icefloe.errors import ValidationError
+    from icefloe.spec.values import from_json_value
+
+    if obj is None:
+        return None
+    if isinstance(t, UnknownType):
+        raise SchemaError(f"field {name!r} of type unknown must have a null {what}, got {obj!r}", column=name)
+    if isinstance(t, StructType):
+        if not isinstance(obj, dict):
+            raise SchemaError(
+                f"the {what} of struct field {name!r} must be an object, got {obj!r}", column=name
+            )
+        return ()
+    try:
+        value = from_json_value(t, obj)
+    except ValidationError as e:
+        raise SchemaError(f"invalid {what} for field {name!r} of type {t}: {e}", column=name) from None
+    if isinstance(t, ListType):
+        return tuple(value)
+    if isinstance(t, MapType):
+        return tuple(value.items())
     return value
 
 
@@ -351,17 +403,16 @@ def _field_to_json(f: NestedField) -> dict[str, Any]:
     if f.doc is not None:
         out["doc"] = f.doc
     if f.initial_default is not None:
-        out["initial-default"] = _default_to_json(f.initial_default)
+        out["initial-default"] = _default_to_json(f.field_type, f.initial_default, "initial-default")
     if f.write_default is not None:
-        out["write-default"] = _default_to_json(f.write_default)
+        out["write-default"] = _default_to_json(f.field_type, f.write_default, "write-default")
     return out
 
 
 def type_to_json(t: IcebergType) -> Any:
     """The spec's JSON form of a type (a string for primitives, an object for nested types).
 
-    Field defaults are written as given; callers that store non-JSON values (e.g. bytes) must
-    convert them first with the single-value JSON encoding in :mod:`icefloe.spec.values`.
+    Field defaults are written in the spec's JSON single-value serialization.
     """
     if isinstance(t, PrimitiveType):
         return str(t)
@@ -411,14 +462,17 @@ def _field_from_json(obj: Any) -> NestedField:
         doc = obj.get("doc")
         if doc is not None and not isinstance(doc, str):
             raise SchemaError(f"a field's 'doc' must be a string, got {doc!r}: {obj}")
+        field_type = type_from_json(obj["type"])
         return NestedField(
             field_id=_json_id(obj, "id"),
             name=name,
-            field_type=type_from_json(obj["type"]),
+            field_type=field_type,
             required=_json_flag(obj, "required"),
             doc=doc,
-            initial_default=obj.get("initial-default"),
-            write_default=obj.get("write-default"),
+            initial_default=_default_from_json(
+                field_type, obj.get("initial-default"), "initial-default", name
+            ),
+            write_default=_default_from_json(field_type, obj.get("write-default"), "write-default", name),
         )
     except KeyError as e:
         raise SchemaError(f"struct field is missing {e.args[0]!r}: {obj}") from None

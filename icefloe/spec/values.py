@@ -11,6 +11,7 @@ user-facing (``datetime``, ISO strings, numpy scalars) is converted once, at the
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import struct
 import uuid
@@ -39,12 +40,14 @@ from icefloe.spec.types import (
     TimestamptzNsType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
 )
 
 __all__ = [
     "bound_decoder",
     "decimal_to_unscaled",
+    "default_from_python",
     "from_bytes",
     "from_json_value",
     "from_python",
@@ -357,7 +360,8 @@ def to_json_value(t: IcebergType, value: Any) -> Any:
     if isinstance(t, FloatType | DoubleType):
         return float(value)
     if isinstance(t, DecimalType):
-        return str(unscaled_to_decimal(decimal_to_unscaled(value, t.scale), t.scale))
+        # Plain notation with exactly ``scale`` digits after the point ("14.20"; never "1E-10").
+        return format(unscaled_to_decimal(decimal_to_unscaled(value, t.scale), t.scale), "f")
     if isinstance(t, DateType):
         return _days_to_date(value).isoformat()
     if isinstance(t, TimeType):
@@ -672,4 +676,38 @@ def to_python(t: IcebergType, value: Any) -> Any:
             # numpy reserves the smallest int64 for NaT, so this one instant has no datetime64.
             raise ValidationError(f"{t} value {value} cannot be represented as numpy.datetime64")
         return np.datetime64(value, "ns")
+    return value
+
+
+def default_from_python(t: IcebergType, obj: Any, column: str = "") -> Any:
+    """A column default given by a user (anything :func:`from_python` accepts, or a value of the
+    spec's JSON single-value form such as an ISO string) in the internal representation, checked
+    against ``t``. ``unknown`` columns take only ``None``; a struct default may be ``None`` or an
+    empty mapping (its fields then take their own defaults). Raises :class:`SchemaError`."""
+    where = f" for column {column!r}" if column else ""
+    if obj is None:
+        return None
+    if isinstance(t, UnknownType):
+        raise SchemaError(
+            f"a column of type unknown always defaults to null; got {obj!r}{where}", column=column
+        )
+    if isinstance(t, StructType):
+        if isinstance(obj, dict | tuple) and not obj:
+            return ()
+        raise SchemaError(
+            f"a struct default must be None or empty ({{}}); got {obj!r}{where}",
+            hint="set the defaults of the struct's fields on the fields themselves",
+            column=column,
+        )
+    if isinstance(t, ListType | MapType):
+        from icefloe.errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(f"defaults of {t} columns are not supported{where}", column=column)
+    try:
+        value = from_python(t, obj)
+        to_bytes(t, value)  # in range for the type (e.g. a date within the years 1..9999)
+    except ValidationError as e:
+        raise SchemaError(f"invalid default{where} of type {t}: {e}", column=column) from None
+    if isinstance(t, FloatType | DoubleType) and not math.isfinite(value):
+        raise SchemaError(f"a default{where} cannot be NaN or infinite (no JSON form)", column=column)
     return value

@@ -4,6 +4,8 @@
 
     with table.update_schema() as u:
         u.add_column("address.zip", pa.string(), doc="postal code")
+        u.add_column("region", pa.string(), required=True, default="EU")   # format v3
+        u.update_column_default("region", "US")                # later writes only
         u.rename_column("name", "full_name")
         u.update_column("amount", field_type=pa.int64())      # int -> long
         u.move_first("id")
@@ -161,7 +163,7 @@ def to_iceberg_type(t: object, format_version: int = 2, what: str = "type") -> I
         t = t.type
     if isinstance(t, pa.DataType):
         one = pa.schema([pa.field("c", t)])
-        converted = arrow_to_schema(one, timestamp_ns="keep" if format_version >= 3 else "error")
+        converted = arrow_to_schema(one, format_version=format_version)
         return converted.fields[0].field_type
     raise SchemaError(f"{what} must be an icefloe type, an Arrow type or a type name like 'long', got {t!r}")
 
@@ -212,13 +214,32 @@ class UpdateSchema:
 
     # ------------------------------------------------------------------ changes
     def add_column(
-        self, path: ColumnPath, field_type: Any, doc: str | None = None, required: bool = False
+        self,
+        path: ColumnPath,
+        field_type: Any,
+        doc: str | None = None,
+        required: bool = False,
+        default: Any = None,
     ) -> UpdateSchema:
         """Add a column (optional by default). A dotted path adds into a struct
         (``"address.zip"``), a list's element struct (``"points.element.z"``) or a map's value
-        struct (``"m.value.w"``); a nested type gets new field ids."""
+        struct (``"m.value.w"``); a nested type gets new field ids.
+
+        ``default`` (format v3 tables) becomes the column's ``initial-default`` (the value rows
+        written before have in it) and its ``write-default`` (what appends lacking the column
+        store). It is checked against the type: Python values (``datetime``, ``date``,
+        ``Decimal``, ``uuid.UUID``, ``bytes``) or their ISO/text forms. With a default a column
+        may be added as ``required``."""
         self._check_open()
-        self._evolution.add_column(path, self._type(field_type, "field_type"), doc, required)
+        self._evolution.add_column(path, self._type(field_type, "field_type"), doc, required, default)
+        return self
+
+    def update_column_default(self, path: ColumnPath, default: Any) -> UpdateSchema:
+        """Change a column's ``write-default`` (format v3; Java's ``updateColumnDefault``): what
+        later writes without the column store. Rows already written keep their values and the
+        ``initial-default`` never changes. ``None`` removes the write default."""
+        self._check_open()
+        self._evolution.update_column_default(path, default)
         return self
 
     def delete_column(self, path: ColumnPath) -> UpdateSchema:
@@ -240,9 +261,10 @@ class UpdateSchema:
         required: bool | None = None,
         doc: str | None = None,
     ) -> UpdateSchema:
-        """Widen a column's type (int -> long, float -> double, decimal precision), make it
-        optional (``required=False``) or, with :meth:`allow_incompatible_changes`, required,
-        or set its doc. ``None`` keeps an attribute as it is."""
+        """Widen a column's type (int -> long, float -> double, decimal precision; on format v3
+        also date -> timestamp(_ns) and unknown -> any type), make it optional
+        (``required=False``) or, with :meth:`allow_incompatible_changes`, required, or set its
+        doc. ``None`` keeps an attribute as it is."""
         self._check_open()
         t = None if field_type is None else self._type(field_type, "field_type")
         self._evolution.update_column(path, t, required, doc)
@@ -372,7 +394,9 @@ def arrow_union_source(pa_schema: pa.Schema, table_schema: Schema, format_versio
 
     if not isinstance(pa_schema, pa.Schema):
         raise SchemaError(f"expected a pyarrow Schema or an icefloe Schema, got {type(pa_schema).__name__}")
-    converted = arrow_to_schema(pa_schema, timestamp_ns="keep" if format_version >= 3 else "downcast")
+    converted = arrow_to_schema(
+        pa_schema, timestamp_ns="keep" if format_version >= 3 else "downcast", format_version=format_version
+    )
     return _adopt_struct(converted.as_struct(), list(pa_schema), table_schema.as_struct())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icefloe.spec.types import IcebergType, PrimitiveType
+from icefloe.spec.types import IcebergType, PrimitiveType, UnknownType
 from icefloe.transforms.base import Transform, TransformKind
 
 __all__ = ["IdentityTransform", "VoidTransform"]
@@ -13,12 +13,12 @@ __all__ = ["IdentityTransform", "VoidTransform"]
 
 @dataclass(frozen=True)
 class IdentityTransform(Transform):
-    """The source value itself; any primitive column."""
+    """The source value itself; any primitive column except ``unknown`` (always null)."""
 
     kind: ClassVar[TransformKind] = TransformKind.IDENTITY
 
     def can_transform(self, source_type: IcebergType) -> bool:
-        return isinstance(source_type, PrimitiveType)
+        return isinstance(source_type, PrimitiveType) and not isinstance(source_type, UnknownType)
 
     def _result_type(self, source_type: IcebergType) -> IcebergType:
         return source_type
@@ -35,7 +35,10 @@ class IdentityTransform(Transform):
         return other.preserves_order
 
     def type_hint(self) -> str:
-        return "identity partitions need a primitive column; partition by a field inside the struct"
+        return (
+            "identity partitions need a primitive column of a known type; partition by a field "
+            "inside the struct, or promote an unknown column to its type first"
+        )
 
     def __str__(self) -> str:
         return "identity"
