@@ -16,6 +16,7 @@ Memory stays at one batch, as in :func:`icefloe.arrow.reader.read_task`.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,13 +31,14 @@ from icefloe.arrow.schema import schema_to_arrow
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, bind
 from icefloe.expressions.visitors.referenced_fields import referenced_field_ids
 from icefloe.io._decode import DATA_FILE, decoding
+from icefloe.scan.row_lineage import LINEAGE_FIELD_IDS
 from icefloe.scan.task import FileScanTask
+from icefloe.spec.schema import Schema
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from icefloe.io import FileIO
-    from icefloe.spec.schema import Schema
 
 __all__ = ["first_row_of_task", "read_with_positions"]
 
@@ -95,9 +97,12 @@ def read_with_positions(
     if extra:
         source = table_schema if deletes is None else deletes.schema
         read_schema = source.select_ids(projected_schema.field_ids() | extra)
+        lineage = [f for f in projected_schema.fields if f.field_id in LINEAGE_FIELD_IDS]
+        if lineage:  # metadata columns, not columns of the table schema
+            read_schema = Schema(*read_schema.fields, *lineage)
     mask = None if bound is None else arrow_mask(bound, read_schema)
     projected_arrow = schema_to_arrow(projected_schema)
-    bare = FileScanTask(task.file, AlwaysTrue(), (), task.start, task.length)
+    bare = replace(task, residual=AlwaysTrue(), delete_files=())  # keeps the data sequence number
     position = first_row_of_task(io, task)
     for batch in read_task(io, bare, read_schema, table_schema, name_mapping=name_mapping):
         n = batch.num_rows

@@ -18,6 +18,11 @@ groups do not shift positions), and equality columns the projection lacks are re
 afterwards (also those dropped from the table since the delete: the data files still hold them by
 field id).
 
+Format v3 row lineage: ``_row_id`` and ``_last_updated_sequence_number`` in ``projected_schema``
+(:mod:`icefloe.scan.row_lineage`) are read by their reserved field ids like any column, and their
+nulls are filled per batch before deletes and the residual drop rows (:func:`inherit_lineage`),
+while each row's file position is still known.
+
 Row-group pruning reuses :class:`InclusiveMetricsEvaluator`: each row group's Parquet column
 statistics are presented as the metrics of a one-row-group data file, so a row group is skipped
 exactly when planning would skip a file with those metrics.
@@ -62,6 +67,7 @@ from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.io import FileIO
 from icefloe.io._decode import DATA_FILE, PARQUET_READ, decoding
 from icefloe.manifest import FileFormat
+from icefloe.scan.row_lineage import LINEAGE_FIELD_IDS, ROW_ID_FIELD
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -93,7 +99,7 @@ if TYPE_CHECKING:
     from icefloe.manifest import DataFile
     from icefloe.scan.task import FileScanTask
 
-__all__ = ["DEFAULT_BATCH_SIZE", "read_task", "to_table_layout"]
+__all__ = ["DEFAULT_BATCH_SIZE", "inherit_lineage", "read_task", "to_table_layout"]
 
 DEFAULT_BATCH_SIZE = 131_072
 
@@ -137,6 +143,9 @@ def read_task(
         # The deletes' schema also has the equality columns dropped from the table since.
         source = table_schema if deletes is None else deletes.schema
         read_schema = source.select_ids(projected_schema.field_ids() | extra)
+        lineage = [f for f in projected_schema.fields if f.field_id in LINEAGE_FIELD_IDS]
+        if lineage:  # metadata columns, not columns of the table schema
+            read_schema = Schema(*read_schema.fields, *lineage)
 
     path = task.file.file_path
     if task.file.file_format != FileFormat.PARQUET:
@@ -207,6 +216,9 @@ def _read(
     read_arrow = schema_to_arrow(read_schema)
     filter_mask = None if residual is None else arrow_mask(residual, read_schema)
     projected_arrow = read_arrow if read_schema is projected_schema else schema_to_arrow(projected_schema)
+    lineage_columns = [
+        (i, f.field_id) for i, f in enumerate(read_schema.fields) if f.field_id in LINEAGE_FIELD_IDS
+    ]
 
     for first_row, raw, all_match in _positioned_batches(pf, row_groups, columns, batch_size, exact, path):
         n = raw.num_rows
@@ -224,6 +236,8 @@ def _read(
             batch = pa.RecordBatch.from_arrays(arrays, schema=read_arrow)
         else:
             batch = raw.select([])  # keeps the row count
+        if lineage_columns:
+            batch = inherit_lineage(batch, lineage_columns, task, first_row)
         keep = None if deletes is None else deletes.keep_mask(batch, read_schema, first_row)
         mask = None if all_match else filter_mask
         if keep is not None or mask is not None:
@@ -233,6 +247,34 @@ def _read(
         if read_schema is not projected_schema:
             batch = to_table_layout(batch, projected_schema, projected_arrow)
         yield batch
+
+
+def inherit_lineage(
+    batch: pa.RecordBatch, columns: Sequence[tuple[int, int]], task: FileScanTask, first_row: int
+) -> pa.RecordBatch:
+    """Row lineage (format v3) of a batch whose first row is at file position ``first_row``: the
+    nulls of the ``(column index, field id)`` lineage columns inherit, values the file holds win.
+    ``_row_id`` inherits ``first_row_id + position`` (stays null when the file has no
+    ``first_row_id``: written before a v2 table was upgraded and not listed by a v3 snapshot since);
+    ``_last_updated_sequence_number`` the file's data sequence number."""
+    n = batch.num_rows
+    arrays = list(batch.columns)
+    for index, field_id in columns:
+        column = arrays[index]
+        if column.null_count == 0:
+            continue
+        if field_id == ROW_ID_FIELD.field_id:
+            first_row_id = task.file.first_row_id
+            if first_row_id is None:
+                continue
+            start = first_row_id + first_row
+            inherited = pa.array(np.arange(start, start + n, dtype=np.int64))
+        else:
+            if task.data_sequence_number is None:
+                continue
+            inherited = pa.array(np.full(n, task.data_sequence_number, dtype=np.int64))
+        arrays[index] = inherited if column.null_count == n else pc.coalesce(column, inherited)
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
 
 
 def _positioned_batches(

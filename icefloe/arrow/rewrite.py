@@ -40,6 +40,7 @@ from icefloe.arrow.apply_deletes import _check_parquet, _position_columns
 from icefloe.arrow.deletes import write_position_deletes
 from icefloe.arrow.partitioning import source_column
 from icefloe.arrow.reader import read_task
+from icefloe.arrow.row_lineage import keeps_lineage, lineage_schema
 from icefloe.arrow.schema import schema_to_arrow
 from icefloe.arrow.sort import ArrowSortOrder
 from icefloe.arrow.transforms import transform_arrow
@@ -120,7 +121,8 @@ def _plain_files(metadata: TableMetadata, tasks: Sequence[FileScanTask]) -> bool
     make of them: whole Parquet files without deletes, a table
     whose schema never changed (so names and field ids agree in every file) and has only plain
     top-level columns, and no name mapping."""
-    if "schema.name-mapping.default" in metadata.properties:
+    if "schema.name-mapping.default" in metadata.properties or keeps_lineage(metadata):
+        # v3: row lineage needs each file's first_row_id and sequence number (read_task's work)
         return False
     schema = metadata.schema()
     if any(s.as_struct() != schema.as_struct() for s in metadata.schemas):
@@ -253,7 +255,8 @@ def read_group_rows(
     threads: int = READ_THREADS,
     read_ahead_bytes: int = READ_AHEAD_BYTES,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``tasks``, deletes applied, laid out as the current schema, in task order and
+    """The rows of ``tasks``, deletes applied, laid out as the current schema (plus ``_row_id``
+    and ``_last_updated_sequence_number`` on v3 tables: :func:`lineage_schema`), in task order and
     in batches of about ``REBATCH_ROWS`` rows, files read ahead on ``threads`` threads. Files that
     need nothing of icefloe's reader (:func:`_plain_files`) are read whole by column name (a
     fraction of the per-file cost, which dominates for many small files); the others with
@@ -266,10 +269,11 @@ def read_group_rows(
 
     else:
         schema = metadata.schema()
+        read_schema = lineage_schema(metadata)
         mapping = metadata.properties.get("schema.name-mapping.default")
 
         def read(task: FileScanTask) -> list[pa.RecordBatch]:
-            return list(read_task(io, task, schema, schema, True, name_mapping=mapping))
+            return list(read_task(io, task, read_schema, schema, True, name_mapping=mapping))
 
     yield from rebatch(_prefetched(tasks, read, threads, read_ahead_bytes))
 
@@ -291,7 +295,13 @@ def rewrite_split(
     of a sorted table), into files of ``spec`` of at most about ``target_file_size``."""
     rows = read_group_rows(io, metadata, tasks, threads=threads)
     return write_data_files(
-        io, metadata, rows, spec=spec, target_file_size_bytes=target_file_size, write_uuid=write_uuid
+        io,
+        metadata,
+        rows,
+        spec=spec,
+        schema=lineage_schema(metadata),  # v3: every row keeps its _row_id and sequence number
+        target_file_size_bytes=target_file_size,
+        write_uuid=write_uuid,
     )
 
 
@@ -338,7 +348,7 @@ def rewrite_ordered(
 ) -> list[DataFile]:
     """Sort or z-order: the whole group in one order, cut into ``expected_output_files`` files
     of consecutive rows (Java's range partitioning into that many tasks)."""
-    schema = metadata.schema()
+    schema = lineage_schema(metadata)  # v3: every row keeps its _row_id and sequence number
     spec = metadata.spec_by_id(group.output_spec_id)
     batches = list(read_group_rows(io, metadata, group.tasks, threads=threads))
     if not batches:
@@ -364,6 +374,7 @@ def rewrite_ordered(
                 metadata,
                 part,
                 spec=spec,
+                schema=schema,
                 target_file_size_bytes=group.max_output_file_size,
                 write_uuid=f"{write_uuid}-{i:05d}",
                 sort_order=write_order,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,15 +31,16 @@ import pyarrow.compute as pc
 
 from icefloe.arrow.deletion_vectors import DVTarget
 from icefloe.arrow.positions import read_with_positions
+from icefloe.arrow.row_lineage import lineage_schema, mark_updated
 from icefloe.arrow.row_match import FilterMatcher
 from icefloe.errors import FileIOError, SchemaError, ValidationError
 from icefloe.expressions import BooleanExpression
 from icefloe.manifest import DataFile
-from icefloe.scan.task import FileScanTask
 from icefloe.spec.properties import MERGE_ON_READ
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
+    from icefloe.scan.task import FileScanTask
     from icefloe.spec.schema import Schema
     from icefloe.spec.snapshot import Snapshot
     from icefloe.spec.table_metadata import TableMetadata
@@ -159,9 +160,7 @@ def update_rows(
     matcher = FilterMatcher(schema, where)
     name_mapping = metadata.properties.get("schema.name-mapping.default")
     try:
-        tasks = [
-            FileScanTask(t.file, where, t.delete_files) for t in plan_files(io, metadata, snapshot, where)
-        ]
+        tasks = [replace(t, residual=where) for t in plan_files(io, metadata, snapshot, where)]
         if mode == MERGE_ON_READ:
 
             def updated() -> Iterator[pa.RecordBatch]:
@@ -190,7 +189,8 @@ def _write(
     from icefloe.arrow.writer import write_data_files
 
     spec = None if spec_id is None else metadata.spec_by_id(spec_id)
-    return write_data_files(io, metadata, batches, spec=spec)
+    # v3: with _row_id and _last_updated_sequence_number (row lineage) when the rows carry them
+    return write_data_files(io, metadata, batches, spec=spec, schema=lineage_schema(metadata))
 
 
 def _merge_on_read(
@@ -206,10 +206,13 @@ def _merge_on_read(
     from icefloe.arrow.deletes import write_position_deletes
 
     schema = metadata.schema()
+    # v3: the updated rows keep their _row_id; a null _last_updated_sequence_number inherits
+    # this commit's sequence number
+    read_schema = lineage_schema(metadata)
     parts: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-    for batch, positions in read_with_positions(io, task, schema, schema, name_mapping=name_mapping):
+    for batch, positions in read_with_positions(io, task, read_schema, schema, name_mapping=name_mapping):
         parts.append(positions)
-        yield apply_assignments(batch, np.ones(batch.num_rows, dtype=np.bool_), assignments)
+        yield mark_updated(apply_assignments(batch, np.ones(batch.num_rows, dtype=np.bool_), assignments))
     if not parts:
         return
     positions = np.concatenate(parts)
@@ -248,14 +251,17 @@ def _copy_on_write(
         return
     count = [0]
 
+    # v3: every row keeps its _row_id; the updated ones get a null _last_updated_sequence_number
+    read_schema = lineage_schema(metadata)
+
     def rows() -> Iterator[pa.RecordBatch]:
         for batch, _ in read_with_positions(
-            io, task, schema, schema, name_mapping=name_mapping, apply_residual=False
+            io, task, read_schema, schema, name_mapping=name_mapping, apply_residual=False
         ):
             mask = matcher.matches(batch)
             n = int(mask.sum())
             count[0] += n
-            yield apply_assignments(batch, mask, assignments) if n else batch
+            yield mark_updated(apply_assignments(batch, mask, assignments), mask) if n else batch
 
     changes.added.extend(_write(io, metadata, rows(), task.file.spec_id))
     changes.removed.append(task.file)

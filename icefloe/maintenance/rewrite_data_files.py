@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from icefloe.errors import SortOrderError, UnsupportedFeatureError, ValidationError
@@ -387,19 +387,16 @@ def parse_where(metadata: TableMetadata, where: str | BooleanExpression | None) 
 
 
 def check_writable(table_name: str, format_version: int, action: str) -> None:
-    """Compaction rewrites format v2 tables; on v3 it would have to carry every row's ``_row_id``
-    and ``_last_updated_sequence_number`` into the new files (row lineage), which icefloe does
-    not write yet."""
+    """Compaction rewrites format v2 and v3 tables (on v3 the rewritten rows keep their
+    ``_row_id`` and ``_last_updated_sequence_number``: :mod:`icefloe.arrow.row_lineage`)."""
     if format_version < 2:
         raise UnsupportedFeatureError(
             f"{action} on {table_name}: format version 1 tables cannot be rewritten by icefloe",
             hint="upgrade the table to format version 2",
         )
-    if format_version > 2:
+    if format_version > 3:
         raise UnsupportedFeatureError(
-            f"{action} on {table_name}: this table is format version {format_version}, and icefloe "
-            "cannot keep row lineage (_row_id, _last_updated_sequence_number) through a rewrite yet",
-            hint="run this maintenance with Iceberg Java on format v3 tables for now",
+            f"{action} on {table_name}: format version {format_version} is not supported by icefloe",
         )
 
 
@@ -484,7 +481,7 @@ def plan_rewrite_data_files(
     key: tuple[int | None, tuple[Any, ...]]
     for t in plan_files(io, metadata, snapshot, row_filter):
         # Rewrites read whole files: the filter only chooses them (Java's ignoreResiduals).
-        task = FileScanTask(t.file, AlwaysTrue(), t.delete_files)
+        task = replace(t, residual=AlwaysTrue())  # keeps the data sequence number (row lineage)
         key = (t.file.spec_id, tuple(t.file.partition)) if t.file.spec_id == current_spec else (None, ())
         by_partition.setdefault(key, []).append(task)
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from icefloe.errors import CommitError
+from icefloe.errors import CommitError, UnsupportedFeatureError
 from icefloe.expressions import BooleanExpression
 from icefloe.maintenance import _execution
 from icefloe.maintenance._options import ActionOptions
@@ -218,8 +218,24 @@ def plan_rewrite_position_deletes(
 # --------------------------------------------------------------------------- the action
 
 
+def _check_position_deletes_writable(table_name: str, format_version: int) -> None:
+    """Format v2 only. A v3 table gets no new position delete files; Iceberg Java's action on v3
+    instead turns the table's remaining v2 position delete files into deletion vectors (and does
+    nothing when all are deletion vectors already), which icefloe does not implement."""
+    check_writable(table_name, format_version, "rewrite_position_delete_files")
+    if format_version >= 3:
+        raise UnsupportedFeatureError(
+            f"rewrite_position_delete_files on {table_name}: format v{format_version} tables get no new "
+            "position delete files, and converting the remaining v2 position delete files into "
+            "deletion vectors (what Iceberg Java's action does on v3) is not implemented by icefloe",
+            hint="icefloe folds a data file's position delete files into its deletion vector the next "
+            "time rows of that file are deleted, and rewrite_data_files drops the delete files of "
+            "the data files it rewrites",
+        )
+
+
 class RewritePositionDeleteFiles:
-    """The action behind ``table.maintenance.rewrite_position_delete_files``."""
+    """The action behind ``table.maintenance.rewrite_position_delete_files`` (format v2 tables)."""
 
     def __init__(
         self,
@@ -228,7 +244,7 @@ class RewritePositionDeleteFiles:
         options: Mapping[str, Any] | None = None,
         spark: Any = None,
     ) -> None:
-        check_writable(table.name, table.format_version, "rewrite_position_delete_files")
+        _check_position_deletes_writable(table.name, table.format_version)
         self.table = table
         self.options = ActionOptions(options, VALID_OPTIONS, "rewrite_position_delete_files")
         self.row_filter = parse_where(table.metadata, where)
@@ -244,7 +260,7 @@ class RewritePositionDeleteFiles:
 
     def plan(self) -> RewritePositionDeletesPlan:
         self.table.refresh()
-        check_writable(self.table.name, self.table.format_version, "rewrite_position_delete_files")
+        _check_position_deletes_writable(self.table.name, self.table.format_version)
         return plan_rewrite_position_deletes(
             self.table.io, self.table.metadata, self.row_filter, self.options
         )

@@ -128,7 +128,9 @@ def plan_incremental_appends(
                 ev = _SpecEvaluators(schema, metadata.spec_by_id(f.spec_id), row_filter, case_sensitive)
                 evaluators[f.spec_id] = ev
             if ev.partition_may_match(f.partition) and metrics.eval(f):
-                tasks.append(FileScanTask(f, ev.residual(f.partition)))
+                tasks.append(
+                    FileScanTask(f, ev.residual(f.partition), data_sequence_number=snap.sequence_number)
+                )
     return tasks
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from icefloe.expressions import AlwaysTrue, BooleanExpression, bind
@@ -165,7 +165,8 @@ def plan_files(
             if not metrics_evaluator.eval(f):
                 by_metrics += 1
                 continue
-            tasks.append((_data_sequence_number(entry), FileScanTask(f, ev.residual(f.partition))))
+            seq = _data_sequence_number(entry)
+            tasks.append((seq, FileScanTask(f, ev.residual(f.partition), data_sequence_number=seq)))
         # Manifests are planned on worker threads: add this one's counts in one step.
         with stats_lock:
             stats.entries_scanned += scanned
@@ -221,7 +222,7 @@ def _attach_deletes(
     for seq, t in planned:
         deletes = index.for_data_file(seq, t.file)
         if deletes:
-            t = FileScanTask(t.file, t.residual, deletes, t.start, t.length)
+            t = replace(t, delete_files=deletes)
         tasks.append(t)
     return tasks
 
@@ -247,7 +248,7 @@ def plan_tasks(
             for i in range(1, len(bounds)):
                 end = bounds[i]
                 if end - start >= split_size or i == len(bounds) - 1:
-                    pieces.append(FileScanTask(t.file, t.residual, t.delete_files, start, end - start))
+                    pieces.append(replace(t, start=start, length=end - start))
                     start = end
         else:
             pieces.append(t)

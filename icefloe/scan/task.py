@@ -19,6 +19,9 @@ class FileScanTask:
 
     ``residual`` is the part of the scan filter that partition values could not decide; it is
     unbound (by column name) so the task stays small and picklable for engines such as Spark.
+    ``data_sequence_number`` is the file's data sequence number (the manifest entry's, inherited
+    when ADDED), which a null ``_last_updated_sequence_number`` inherits (format v3); None when
+    the task was not planned from a manifest.
     """
 
     file: DataFile
@@ -26,6 +29,7 @@ class FileScanTask:
     delete_files: tuple[DataFile, ...] = field(default=())
     start: int = 0
     length: int | None = None
+    data_sequence_number: int | None = None
 
     @property
     def file_path(self) -> str:

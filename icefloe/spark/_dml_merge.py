@@ -52,7 +52,16 @@ from icefloe.spark._dml_exec import (
     resolve_assignments,
     to_column,
 )
-from icefloe.spark._dml_runner import KIND, KIND_DELETE, KIND_INSERT, KIND_KEEP, KIND_UPDATE, MATCHED
+from icefloe.spark._dml_runner import (
+    KIND,
+    KIND_DELETE,
+    KIND_INSERT,
+    KIND_KEEP,
+    KIND_UPDATE,
+    LINEAGE_ROW_ID,
+    LINEAGE_SEQ,
+    MATCHED,
+)
 from icefloe.spark._metadata_columns import KEY, ROW_POS
 from icefloe.spark.types import to_spark_type
 from icefloe.spec.types import DateType, DecimalType, IntegerType, LongType, StringType
@@ -351,6 +360,11 @@ class MergeChange(RowLevelChange):
                     expr = F.when(when, v[f.name]) if expr is None else expr.when(when, v[f.name])
             value = F.lit(None) if expr is None else expr
             cols.append(value.cast(to_spark_type(f.field_type)).alias(f.name))
+        if ctx.lineage:  # new rows: row ids and sequence numbers assigned at commit
+            cols += [
+                F.lit(None).cast("long").alias(LINEAGE_ROW_ID),
+                F.lit(None).cast("long").alias(LINEAGE_SEQ),
+            ]
         return rows.select(*cols)
 
 

@@ -5,6 +5,8 @@ change (the driver's plan did, :mod:`icefloe.spark._dml_exec`) and never commits
 
     rows: __icefloe_file_key (the target row's data file, null for a new row), __icefloe_pos,
           __icefloe_kind (0 keep, 1 delete, 2 update, 3 insert), __icefloe_matched, table columns
+          (format v3: then the row's _row_id and _last_updated_sequence_number, kept rows with
+          both, updated rows with the _row_id only, new rows with neither: row lineage)
       -> copy-on-write: kept, updated and inserted rows -> Parquet data files (icefloe's writer)
          merge-on-read: updated and inserted rows -> data files; positions of deleted and updated
                         rows -> one position delete file per data file (rows of one data file
@@ -46,6 +48,8 @@ __all__ = [
     "KIND_INSERT",
     "KIND_KEEP",
     "KIND_UPDATE",
+    "LINEAGE_ROW_ID",
+    "LINEAGE_SEQ",
     "MATCHED",
     "ReadJob",
     "TaskResult",
@@ -56,6 +60,9 @@ __all__ = [
 
 KIND = "__icefloe_kind"
 MATCHED = "__icefloe_matched"
+#: format v3 row lineage of the target rows (written as _row_id, _last_updated_sequence_number)
+LINEAGE_ROW_ID = "__icefloe_row_id"
+LINEAGE_SEQ = "__icefloe_last_seq"
 KIND_KEEP, KIND_DELETE, KIND_UPDATE, KIND_INSERT = 0, 1, 2, 3
 
 
@@ -85,6 +92,8 @@ class WriteJob:
     dedupe_kept: bool  # copy-on-write without matched clauses: a kept row may come once per match
     write_id: str
     target_file_size: int | None = None
+    #: format v3: the rows carry LINEAGE_ROW_ID and LINEAGE_SEQ, written into the data files
+    lineage: bool = False
 
 
 @dataclass
@@ -152,6 +161,12 @@ def write_changes(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
     schema = metadata.schema()
     io = load_file_io(job.io_properties, metadata.location)
     names = [f.name for f in schema.fields]
+    write_schema = schema
+    if job.lineage:
+        from icefloe.arrow.row_lineage import lineage_schema
+        from icefloe.scan.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
+
+        write_schema = lineage_schema(metadata)
     result = TaskResult()
     deletes = _Positions()
     matched = _Positions()
@@ -187,12 +202,22 @@ def write_changes(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
                     deletes.add(keys.filter(pa.array(removed)), pos[removed])
             if emit.any():
                 selected = b.filter(pa.array(emit)) if not emit.all() else b
-                yield from_spark_batch(selected.select(names), schema)
+                if job.lineage:
+                    data = selected.select([*names, LINEAGE_ROW_ID, LINEAGE_SEQ])
+                    data = data.rename_columns([*names, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER])
+                    yield from_spark_batch(data, write_schema)
+                else:
+                    yield from_spark_batch(selected.select(names), schema)
 
     written: list[DataFile] = []
     try:
         result.data_files = write_data_files(
-            io, metadata, rows(), target_file_size_bytes=job.target_file_size, write_uuid=task_uuid
+            io,
+            metadata,
+            rows(),
+            schema=write_schema,
+            target_file_size_bytes=job.target_file_size,
+            write_uuid=task_uuid,
         )
         written += result.data_files
         duplicate = _duplicate(job, matched)
@@ -287,25 +312,24 @@ def _write_deletion_vectors(
     """Format v3: a deletion vector per data file; each holds the file's earlier deletes too and
     replaces its earlier deletion vector (and its file-scoped position delete files).
 
-    One Puffin file per data file: the driver commits through ``Transaction.row_delta``, whose
-    check of the added files refuses a path given twice (several blobs of one Puffin file)."""
+    One Puffin file per task holds the vectors of all its data files (the commit's check of added
+    files names a vector by Puffin file and offset)."""
     from icefloe.arrow.deletion_vectors import DVTarget, write_deletion_vectors
 
-    for n, (key, positions) in enumerate(deletes.items()):
+    targets = []
+    for key, positions in deletes.items():
         info = _file(job, key)
         data_file = info.data_file
         if data_file is None:
             raise RuntimeError(f"the write job lacks the data file entry of {info.path}")
-        dvs = write_deletion_vectors(
-            io,
-            metadata,
-            [DVTarget(data_file, positions, info.delete_files)],
-            write_uuid=f"{task_uuid}-{n}",  # one Puffin file per data file: names must differ
-        )
-        written += dvs.added
-        result.delete_files += dvs.added
-        result.rewritten_deletes += dvs.rewritten
-        result.referenced += sorted(dvs.referenced)
+        targets.append(DVTarget(data_file, positions, info.delete_files))
+    if not targets:
+        return
+    dvs = write_deletion_vectors(io, metadata, targets, write_uuid=task_uuid)
+    written += dvs.added
+    result.delete_files += dvs.added
+    result.rewritten_deletes += dvs.rewritten
+    result.referenced += sorted(dvs.referenced)
 
 
 def _delete(io: FileIO, files: Sequence[DataFile]) -> None:
@@ -340,6 +364,8 @@ class ReadJob:
     io_properties: dict[str, str]
     groups: list[list[FileScanTask]]
     spark_schema_json: str
+    #: format v3: append each row's _row_id and _last_updated_sequence_number (after the position)
+    lineage: bool = False
 
 
 def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -363,17 +389,26 @@ def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     n_data = len(schema.fields)
     data_target = pa.schema([target.field(i) for i in range(n_data)])
     name_mapping = metadata.properties.get("schema.name-mapping.default")
+    read_schema = schema
+    if job.lineage:
+        from icefloe.arrow.row_lineage import lineage_schema
+
+        read_schema = lineage_schema(metadata)
     for b in batches:
         for group_id in b.column(0).to_pylist():
             for task in job.groups[int(group_id)]:
                 key = spark_spelling(task.file.file_path)
                 for batch, positions in read_with_positions(
-                    io, task, schema, schema, name_mapping=name_mapping, apply_residual=False
+                    io, task, read_schema, schema, name_mapping=name_mapping, apply_residual=False
                 ):
-                    data = to_spark_batch(batch, schema, data_target)
                     n = batch.num_rows
+                    lineage = [batch.column(i) for i in range(n_data, batch.num_columns)]
+                    if lineage:
+                        batch = batch.select(list(range(n_data)))
+                    data = to_spark_batch(batch, schema, data_target)
                     extra = [
                         pa.array([key], pa.string()).take(np.zeros(n, dtype=np.int64)),
                         pa.array(positions, pa.int64()),
+                        *lineage,
                     ]
                     yield pa.RecordBatch.from_arrays([*data.columns, *extra], schema=target)

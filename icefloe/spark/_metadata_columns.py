@@ -1,4 +1,5 @@
-"""Iceberg's metadata columns on Spark: ``_file``, ``_pos``, ``_spec_id`` and ``_partition``.
+"""Iceberg's metadata columns on Spark: ``_file``, ``_pos``, ``_spec_id`` and ``_partition``, and
+on format v3 tables the row lineage columns ``_row_id`` and ``_last_updated_sequence_number``.
 
 Row-level changes find the rows they change by (data file, position); users can select the same
 columns with ``icefloe.spark.read(..., metadata_columns=[...])``. Both read paths give them::
@@ -18,6 +19,10 @@ brought to one canonical key (:func:`path_key`, :func:`spark_path_key`) before t
 ``_partition`` is Iceberg Java's: a struct of every partition field of every spec of the table
 (by field id, in spec order), with the transform's result type; fields a file's spec lacks are
 null. An unpartitioned table has an empty struct.
+
+The row lineage columns need each file's stored values, its ``first_row_id`` and data sequence
+number (:mod:`icefloe.scan.row_lineage`): only the data source path gives them (icefloe's reader
+fills them); a read that asks for them takes that path.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as st
 
 from icefloe.errors import ValidationError
+from icefloe.scan.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, check_row_lineage
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField, StructType, UUIDType
 from icefloe.spec.values import to_python
@@ -49,7 +55,9 @@ __all__ = [
     "PARTITION",
     "POS",
     "SPEC_ID",
+    "check_lineage_columns",
     "check_metadata_columns",
+    "lineage_columns",
     "metadata_spark_fields",
     "partition_struct",
     "path_key",
@@ -60,7 +68,8 @@ FILE = "_file"
 POS = "_pos"
 SPEC_ID = "_spec_id"
 PARTITION = "_partition"
-METADATA_COLUMNS = (FILE, POS, SPEC_ID, PARTITION)
+METADATA_COLUMNS = (FILE, POS, SPEC_ID, PARTITION, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+LINEAGE_COLUMNS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
 
 _FILE_PREFIX = re.compile(r"^file:/+")
 
@@ -77,6 +86,18 @@ def check_metadata_columns(names: Iterable[str] | None) -> list[str]:
         if n not in out:
             out.append(n)
     return out
+
+
+def lineage_columns(names: Iterable[str]) -> list[str]:
+    """The row lineage columns among ``names`` (in their order)."""
+    return [n for n in names if n in LINEAGE_COLUMNS]
+
+
+def check_lineage_columns(metadata: TableMetadata, names: Iterable[str]) -> None:
+    """Row lineage columns exist on format v3 tables only (UnsupportedFeatureError below)."""
+    wanted = lineage_columns(names)
+    if wanted:
+        check_row_lineage(metadata, f"reading {', '.join(wanted)}")
 
 
 def partition_struct(metadata: TableMetadata) -> StructType:
@@ -117,6 +138,9 @@ def metadata_spark_fields(metadata: TableMetadata, names: Sequence[str]) -> list
             out.append(st.StructField(POS, st.LongType(), False))
         elif n == SPEC_ID:
             out.append(st.StructField(SPEC_ID, st.IntegerType(), False))
+        elif n in LINEAGE_COLUMNS:
+            # null only for rows of files without a first_row_id (written before a v3 upgrade)
+            out.append(st.StructField(n, st.LongType(), True))
         else:
             spark_type = to_spark_type(partition_struct(metadata))
             out.append(st.StructField(PARTITION, spark_type, True))
@@ -263,9 +287,11 @@ def source_metadata_arrays(
     positions: Any,
     n: int,
     target: Mapping[str, pa.DataType],
+    lineage: Mapping[str, pa.Array] | None = None,
 ) -> list[pa.Array]:
     """The metadata columns ``names`` of ``n`` rows of ``task``'s file at ``positions``, as Arrow
-    arrays of the Spark layout ``target`` (name -> Arrow type)."""
+    arrays of the Spark layout ``target`` (name -> Arrow type); the row lineage columns come
+    from ``lineage`` (read and inherited by icefloe's reader)."""
     import numpy as np
     import pyarrow as pa
 
@@ -277,6 +303,9 @@ def source_metadata_arrays(
             out.append(pa.array(positions, pa.int64()))
         elif name == SPEC_ID:
             out.append(pa.array(np.full(n, task.file.spec_id, dtype=np.int32)))
+        elif name in LINEAGE_COLUMNS:
+            assert lineage is not None, "row lineage columns are read with the rows"
+            out.append(lineage[name])
         else:
             value = partition_value(metadata, partition_struct(metadata), task.file)
             one = pa.array([value], type=target[PARTITION])

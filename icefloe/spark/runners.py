@@ -159,10 +159,11 @@ def _read_rows(ctx: _TableContext, splits: list[list[FileScanTask]], target: pa.
         import pyarrow as pa
 
         from icefloe.arrow.rewrite import read_group_rows, zorder_values
+        from icefloe.arrow.row_lineage import lineage_schema
         from icefloe.arrow.spark_layout import to_spark_batch
 
         metadata, io = ctx.open()
-        schema = metadata.schema()
+        schema = lineage_schema(metadata)  # v3: the rows keep _row_id and their sequence number
         data_target = pa.schema(list(target)[: len(schema.fields)])
         for b in batches:
             for i in b.column(0).to_pylist():
@@ -183,6 +184,7 @@ def _write_rows(ctx: _TableContext, group: RewriteFileGroup, order: Any, write_u
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
+        from icefloe.arrow.row_lineage import lineage_schema
         from icefloe.arrow.spark_layout import from_spark_batch
         from icefloe.arrow.writer import write_data_files
 
@@ -190,12 +192,13 @@ def _write_rows(ctx: _TableContext, group: RewriteFileGroup, order: Any, write_u
         error: bytes | None = None
         try:
             metadata, io = ctx.open()
-            schema = metadata.schema()
+            schema = lineage_schema(metadata)  # v3: the rows keep their row lineage
             files = write_data_files(
                 io,
                 metadata,
                 (from_spark_batch(b, schema) for b in batches),
                 spec=metadata.spec_by_id(group.output_spec_id),
+                schema=schema,
                 target_file_size_bytes=group.max_output_file_size,
                 write_uuid=f"{write_uuid}-{uuid.uuid4().hex[:12]}",
                 sort_order=order,
@@ -414,6 +417,7 @@ class SparkRewriteRunner:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import BinaryType, StructField, StructType
 
+        from icefloe.arrow.row_lineage import lineage_schema
         from icefloe.maintenance.zorder import Z_COLUMN
         from icefloe.spark.types import to_spark_schema
         from icefloe.spark.write import sort_column, transform_column
@@ -421,7 +425,8 @@ class SparkRewriteRunner:
         session = self._session()
         metadata = plan.metadata
         schema = metadata.schema()
-        spark_schema = to_spark_schema(schema)
+        # v3: the rows carry _row_id and _last_updated_sequence_number through the shuffle
+        spark_schema = to_spark_schema(lineage_schema(metadata))
         zorder = plan.strategy.zorder
         if zorder is not None:
             spark_schema = StructType([*spark_schema.fields, StructField(Z_COLUMN, BinaryType(), False)])

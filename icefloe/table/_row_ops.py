@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from icefloe.arrow.deletion_vectors import DVTarget
+from icefloe.arrow.row_lineage import lineage_schema
 from icefloe.arrow.row_match import Matcher
 from icefloe.errors import FileIOError, SchemaError, ValidationError
 from icefloe.expressions import (
@@ -114,7 +115,8 @@ def _read(
 ) -> Iterator[pa.RecordBatch]:
     from icefloe.arrow.reader import read_task
 
-    bare = FileScanTask(task.file, AlwaysTrue(), task.delete_files if apply_deletes else ())
+    # keeps the data sequence number, which a null _last_updated_sequence_number inherits
+    bare = replace(task, residual=AlwaysTrue(), delete_files=task.delete_files if apply_deletes else ())
     return read_task(
         io,
         bare,
@@ -146,7 +148,8 @@ def _rewrite(
     """Copy-on-write: write the rows of ``task``'s file that do not match, in the file's spec."""
     from icefloe.arrow.writer import write_data_files
 
-    schema = metadata.schema()
+    # v3: the surviving rows keep their _row_id and _last_updated_sequence_number
+    schema = lineage_schema(metadata)
     removed = [0]
 
     def survivors() -> Iterator[pa.RecordBatch]:
@@ -160,7 +163,9 @@ def _rewrite(
             elif n < batch.num_rows:
                 yield batch.filter(pa.array(~mask))
 
-    files = write_data_files(io, metadata, survivors(), spec=metadata.spec_by_id(task.file.spec_id))
+    files = write_data_files(
+        io, metadata, survivors(), spec=metadata.spec_by_id(task.file.spec_id), schema=schema
+    )
     changes.added.extend(files)
     changes.removed.append(task.file)
     changes.rows_removed += removed[0]

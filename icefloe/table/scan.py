@@ -16,6 +16,7 @@ from icefloe.errors import NoSuchSnapshotError, ValidationError
 from icefloe.expressions import AlwaysTrue, And, BooleanExpression, parse
 from icefloe.expressions.visitors.strict_metrics import StrictMetricsEvaluator
 from icefloe.scan.planner import PlanningStats, plan_files
+from icefloe.scan.row_lineage import check_row_lineage, split_lineage, with_lineage
 from icefloe.spec.snapshot import SnapshotRefType
 
 if TYPE_CHECKING:
@@ -54,7 +55,11 @@ def _to_millis(ts: Any) -> int:
 
 
 class DataScan:
-    """An immutable description of a read; the ``to_*`` methods run it."""
+    """An immutable description of a read; the ``to_*`` methods run it.
+
+    ``selected_fields`` may name the format v3 row lineage columns ``_row_id`` and
+    ``_last_updated_sequence_number`` (after ``"*"`` or table columns); they are read after the
+    table's columns. Tables below v3 raise :class:`~icefloe.errors.UnsupportedFeatureError`."""
 
     def __init__(
         self,
@@ -123,9 +128,16 @@ class DataScan:
         return md.schema_by_id(self._snapshot.schema_id)
 
     def _resolve_projection(self) -> Schema:
-        if "*" in self.selected_fields:
-            return self._schema
-        return self._schema.select(list(self.selected_fields), self.case_sensitive)
+        # The v3 row lineage metadata columns (_row_id, _last_updated_sequence_number) can be
+        # selected next to the table's columns; they come after them, in the order asked.
+        columns, lineage = split_lineage(self._schema, self.selected_fields, self.case_sensitive)
+        if lineage:
+            check_row_lineage(self.table.metadata, f"reading {', '.join(lineage)}")
+        if "*" in columns:
+            projection = self._schema
+        else:
+            projection = self._schema.select(columns, self.case_sensitive)
+        return with_lineage(projection, lineage)
 
     def __repr__(self) -> str:
         parts = [repr(self.table.name)]

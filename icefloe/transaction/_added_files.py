@@ -6,8 +6,10 @@ A file the table references must exist, be readable through the table's FileIO a
 
     per file   a DataFile of the content the method takes (no delete file in an append), a format
                Iceberg allows for that content, an absolute path the FileIO can address, a known
-               partition spec and a partition tuple of its arity, no path given twice
-    then       one stat per file (in parallel on object stores): it exists and its size is
+               partition spec and a partition tuple of its arity, no file given twice (a
+               deletion vector is named by its Puffin file and content_offset: one Puffin file
+               holds the vectors of many data files)
+    then       one stat per path (in parallel on object stores): it exists and its size is
                file_size_in_bytes
 
 A failing check raises `ValidationError` naming the files, before any manifest is written: the
@@ -50,7 +52,8 @@ def check_added_files(
     table can reference; see the module docstring. Raises `ValidationError` naming the files."""
     problems: dict[str, str] = {}
     to_stat: list[DataFile] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, int | None]] = set()
+    stat_paths: set[str] = set()
     for f in files:
         if not isinstance(f, DataFile):
             raise ValidationError(
@@ -61,18 +64,27 @@ def check_added_files(
             )
         path = f.file_path
         problem = _static_problem(io, metadata, f, content, method)
-        if problem is None and path in seen:
-            problem = "it is given twice"
+        key = (str(path), _blob_offset(f))
+        if problem is None and key in seen:
+            problem = "it is given twice" if key[1] is None else "its deletion vector is given twice"
         if problem is not None:
             problems.setdefault(str(path), problem)
-        else:
+        elif str(path) not in stat_paths:  # the vectors of one Puffin file: one stat
             to_stat.append(f)
-        seen.add(str(path))
+            stat_paths.add(str(path))
+        seen.add(key)
     for f, problem in zip(to_stat, _stat_all(io, to_stat), strict=True):
         if problem is not None:
             problems.setdefault(f.file_path, problem)
     if problems:
         raise _refused(method, problems)
+
+
+def _blob_offset(f: DataFile) -> int | None:
+    """A deletion vector's offset in its Puffin file (None for files that are one entry)."""
+    if f.file_format == FileFormat.PUFFIN and f.content == DataFileContent.POSITION_DELETES:
+        return f.content_offset
+    return None
 
 
 def _refused(method: str, problems: dict[str, str]) -> ValidationError:

@@ -181,3 +181,20 @@ def test_writers_refuse_the_wrong_format_version(catalog: Any) -> None:
     v2 = catalog.create_table("ns.v2", schema=SCHEMA, properties={"format-version": "2"})
     with pytest.raises(UnsupportedFeatureError, match="format version 3"):
         write_deletion_vectors(v2.io, v2.metadata, [DVTarget(task.file, [0])])
+
+
+def test_row_delta_takes_many_dvs_of_one_puffin_file(catalog: Any) -> None:
+    """A caller's Puffin file with the vectors of two data files commits through row_delta (a
+    vector is named by file and offset); the same vector twice is refused, nothing committed."""
+    t = _v3(catalog)
+    tasks = sorted(t.scan().plan_files(), key=lambda task: task.file.partition)
+    dvs = write_deletion_vectors(t.io, t.metadata, [DVTarget(task.file, [0]) for task in tasks])
+    assert len(dvs.added) == 2 and len({d.file_path for d in dvs.added}) == 1
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match="deletion vector is given twice"):
+        t.transaction().row_delta(add_delete_files=[dvs.added[0], dvs.added[0]])
+    assert t.refresh().metadata_location == before
+    tx = t.transaction()
+    tx.row_delta(add_delete_files=dvs.added, referenced_data_files=[task.file.file_path for task in tasks])
+    tx.commit()
+    assert _ids(t.refresh()) == [i for i in range(20) if i not in (0, 1)]
