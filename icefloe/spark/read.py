@@ -95,21 +95,29 @@ def read(
     catalog_properties: dict[str, str] | None = None,
     engine: Engine = "auto",
     metadata_columns: Sequence[str] | None = None,
+    planning: str | None = None,
 ) -> DataFrame:
     """A DataFrame of ``columns`` (all when None; nested paths like ``"a.b"`` allowed) of the rows
     matching ``where`` (icefloe filter syntax), from the current snapshot or the chosen one.
 
     ``metadata_columns`` (any of ``_file``, ``_pos``, ``_spec_id``, ``_partition``) are appended
     after the columns: each row's data file, its position in that file, the file's partition
-    spec id and partition (Iceberg Java's metadata columns).
+    spec id and partition (Iceberg Java's metadata columns). Format v3 tables also have
+    ``_row_id`` and ``_last_updated_sequence_number`` (row lineage; read by the data source).
 
     ``engine="parquet"`` forces Spark's Parquet reader (raising UnsupportedFeatureError when it
     cannot read the table correctly), ``"source"`` the icefloe data source, ``"auto"`` picks
     the Parquet reader whenever it can. Turns on ``spark.sql.parquet.fieldId.read.enabled`` for
     the session (it only affects reads whose schema carries field ids).
-    """
-    from icefloe.spark._metadata_columns import check_metadata_columns
 
+    ``planning`` (``"auto"``, ``"local"``, ``"distributed"``; None: the table properties
+    ``read.data-planning-mode`` / ``read.delete-planning-mode``) says whether manifests are read on
+    the driver or by Spark tasks (:mod:`icefloe.spark._distributed_planning`).
+    """
+    from icefloe.spark._distributed_planning import check_planning_option, plan_scan
+    from icefloe.spark._metadata_columns import check_lineage_columns, check_metadata_columns, lineage_columns
+
+    planning = check_planning_option(planning)
     meta_columns = check_metadata_columns(metadata_columns)
     if isinstance(table, str):
         meta = _read_metadata_table(spark, table, columns, where, snapshot_id, catalog, catalog_properties)
@@ -127,12 +135,17 @@ def read(
         catalog=catalog,
         catalog_properties=catalog_properties,
     )
-    tasks = scan.plan_files() if engine != "source" else []
+    check_lineage_columns(scan.table.metadata, meta_columns)  # v3 only: a typed error below
+    tasks = plan_scan(spark, scan, planning) if engine != "source" else []
     problem = (
         _parquet_problem(scan, tasks, position_deletes=bool(meta_columns))
         if engine != "source"
         else "engine='source' was asked for"
     )
+    if problem is None and lineage_columns(meta_columns):
+        problem = (
+            "the row lineage columns (_row_id, _last_updated_sequence_number) are read by icefloe's reader"
+        )
     if problem is None:
         problem = _location_problem(tasks)
     if problem is not None:
@@ -141,7 +154,7 @@ def read(
                 f"Spark's Parquet reader cannot read {scan.table.name} correctly: {problem}",
                 hint='use engine="auto" or engine="source"',
             )
-        return _read_with_source(spark, scan, catalog, catalog_properties, meta_columns)
+        return _read_with_source(spark, scan, catalog, catalog_properties, meta_columns, planning)
     return _read_with_parquet(spark, scan, tasks, meta_columns)
 
 
@@ -331,12 +344,15 @@ def _read_with_source(
     catalog: str | None,
     catalog_properties: dict[str, str] | None,
     meta_columns: Sequence[str] = (),
+    planning: str | None = None,
 ) -> DataFrame:
     from icefloe.spark.source import METADATA_COLUMNS
 
     reader = spark.read.format("icefloe")
     if meta_columns:
         reader = reader.option(METADATA_COLUMNS, ",".join(meta_columns))
+    if planning is not None:
+        reader = reader.option("planning", planning)
     for key, value in _catalog_options(catalog, catalog_properties).items():
         reader = reader.option(key, value)
     if scan.snapshot_id is not None:

@@ -13,8 +13,13 @@ from icefloe.errors import ConfigError, IcefloeError
 
 __all__ = [
     "COPY_ON_WRITE",
+    "DATA_PLANNING_MODE",
+    "DEFAULT_DISTRIBUTED_MIN_MANIFESTS",
+    "DELETE_PLANNING_MODE",
+    "DISTRIBUTED_MIN_MANIFESTS",
     "ISOLATION_LEVELS",
     "MERGE_ON_READ",
+    "PLANNING_MODES",
     "SERIALIZABLE",
     "SNAPSHOT",
     "STATEMENT_RESTART_MAX_ATTEMPTS",
@@ -35,6 +40,16 @@ ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
 #: how many times a row-level statement called on a table may run when concurrent commits
 #: conflict with it (icefloe's own property; see icefloe.transaction._restart)
 STATEMENT_RESTART_MAX_ATTEMPTS = "commit.statement-restart.max-attempts"
+#: where Spark reads a scan's data / delete manifests (Iceberg Java's names and values):
+#: ``local`` on the driver, ``distributed`` in Spark tasks, ``auto`` by the count below
+DATA_PLANNING_MODE = "read.data-planning-mode"
+DELETE_PLANNING_MODE = "read.delete-planning-mode"
+PLANNING_MODES = ("auto", "local", "distributed")
+#: icefloe's own: ``auto`` distributes when at least this many manifests survive partition-summary
+#: pruning. 500: the crossover bench/spark_planning.py measured with 20 ms per file open on
+#: local[2] (a wider cluster only lowers it); see docs/spark.md, "Distributed planning"
+DISTRIBUTED_MIN_MANIFESTS = "read.planning.distributed-min-manifests"
+DEFAULT_DISTRIBUTED_MIN_MANIFESTS = 500
 
 
 def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
@@ -111,6 +126,7 @@ _INTS: dict[str, int | None] = {  # key -> minimum
     "write.delete.target-file-size-bytes": 1,
     "read.split.target-size": 1,
     "read.split.open-file-cost": 0,
+    DISTRIBUTED_MIN_MANIFESTS: 1,
     "history.expire.max-snapshot-age-ms": 0,
     "history.expire.min-snapshots-to-keep": 1,
     "history.expire.max-ref-age-ms": 0,
@@ -121,6 +137,7 @@ _BOOLS = frozenset(
         "gc.enabled",
         "write.metadata.delete-after-commit.enabled",
         "write.wap.enabled",
+        "write.object-storage.enabled",
     }
 )
 _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -134,6 +151,9 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
         "a Parquet compression codec",
     ),
     "write.distribution-mode": (("none", "hash", "range"), "a distribution mode"),
+    "write.format.default": (("parquet", "avro", "orc"), "a data file format"),
+    DATA_PLANNING_MODE: (PLANNING_MODES, "a planning mode"),
+    DELETE_PLANNING_MODE: (PLANNING_MODES, "a planning mode"),
 }
 #: properties whose values are metrics modes: ``none``, ``counts``, ``truncate(N)``, ``full``
 _METRICS_MODES = ("write.metadata.metrics.default",)
