@@ -10,13 +10,18 @@ fast as raw Parquet; 2.0 = twice the time). Scans end in Spark's ``noop`` sink, 
 every selected column without writing anything.
 
 Contenders:
-- write: ``df.write.format("icefloe").mode("append").save(table)`` (a fresh table each round, the
-  driver commits one snapshot) vs ``df.write.parquet(dir)``;
+- write: the data source ``df.write.format("icefloe").mode("append").save(table)`` and
+  ``icefloe.spark.write(df, table)``, whose native path lets Spark's Parquet writer write the
+  files (a fresh table each round, the driver commits one snapshot) vs ``df.write.parquet(dir)``
+  with snappy (Spark's default) and zstd (icefloe's default codec);
 - full scan: the data source ``spark.read.format("icefloe").load(table)`` and the fast path
   ``icefloe.spark.read(spark, table)`` vs ``spark.read.parquet(dir)``;
 - filtered scan with column projection (one month of ``l_shipdate``, 3 columns), same three.
 
-Results go to ``bench/results/spark_io-<time>.json``; never timed inside the test suite.
+Besides wall time, the CPU time of this process and all its descendants (the Spark JVM and its
+Python workers, read from /proc; Linux only) is recorded per operation: on a machine shared with
+other jobs it tells the work done apart from the waiting. Results go to
+``bench/results/spark_io-<time>.json``; never timed inside the test suite.
 """
 
 from __future__ import annotations
@@ -43,10 +48,45 @@ SPARK_FILTER = "l_shipdate >= date'1995-01-01' and l_shipdate < date'1995-02-01'
 COLUMNS = ["l_orderkey", "l_extendedprice", "l_discount"]
 
 
-def _timed(fn: Callable[[], object]) -> float:
+def _tree_cpu() -> float:
+    """CPU seconds (user + system, with waited-for children) of this process and every
+    descendant still running; 0.0 where /proc is missing."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[pid] = int(fields[1])
+        cpu[pid] = sum(int(v) for v in fields[11:15]) / tick
+    me, total = os.getpid(), 0.0
+    for pid in cpu:
+        p = pid
+        while p > 1 and p != me:
+            p = parents.get(p, 0)
+        if p == me:
+            total += cpu[pid]
+    return total
+
+
+CPU: dict[str, list[float]] = {}
+
+
+def _timed(fn: Callable[[], object], key: str = "") -> float:
+    c0 = _tree_cpu()
     t0 = time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    if key:
+        CPU.setdefault(key, []).append(_tree_cpu() - c0)
+    return wall
 
 
 def _noop(df: Any) -> None:
@@ -76,6 +116,15 @@ class Bench:
             self.catalog.drop_table(name, purge=True)
         self.catalog.create_table(name, schema=self.schema)
         self.source.write.format("icefloe").option("catalog", CATALOG).mode("append").save(name)
+        return name
+
+    def write_native(self) -> str:
+        """``icefloe.spark.write``: Spark's Parquet writer, footers and commit on the driver."""
+        name = f"b.lineitem_native_{self.round}"
+        if self.catalog.table_exists(name):
+            self.catalog.drop_table(name, purge=True)
+        self.catalog.create_table(name, schema=self.schema)
+        self.spark_api.write(self.source, name, catalog=CATALOG, engine="native")
         return name
 
     def write_raw(self, compression: str = "snappy") -> str:
@@ -121,12 +170,13 @@ def _round(b: Bench, first_raw: bool) -> dict[str, float]:
 
     writes: list[tuple[str, Callable[[], object]]] = [
         ("write.icefloe", w_ice),
+        ("write.icefloe_native", b.write_native),
         ("write.raw", w_raw),
         ("write.raw_zstd", lambda: b.write_raw("zstd")),
     ]
     if first_raw:
         writes.reverse()
-    measured = {k: _timed(fn) for k, fn in writes}
+    measured = {k: _timed(fn, k) for k, fn in writes}
     for filtered in (False, True):
         kind = "scan_filtered" if filtered else "scan_full"
         scans: list[tuple[str, Callable[[], object]]] = [
@@ -160,6 +210,7 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
             k: []
             for k in (
                 "write.icefloe",
+                "write.icefloe_native",
                 "write.raw",
                 "write.raw_zstd",
                 "scan_full.icefloe_source",
@@ -172,6 +223,8 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
         }
         # one untimed round warms up the JVM, the Python workers and the page cache
         for r in range(repeat + 1):
+            if r == 1:
+                CPU.clear()
             b.round = r
             measured = _round(b, first_raw=r % 2 == 1)
             status = "warm-up" if r == 0 else f"round {r}/{repeat}"
@@ -187,6 +240,8 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
     ratios = {
         "write": med["write.icefloe"] / med["write.raw"],
         "write_vs_zstd": med["write.icefloe"] / med["write.raw_zstd"],
+        "write_native": med["write.icefloe_native"] / med["write.raw"],
+        "write_native_vs_zstd": med["write.icefloe_native"] / med["write.raw_zstd"],
         "scan_full.source": med["scan_full.icefloe_source"] / med["scan_full.raw"],
         "scan_full.fast": med["scan_full.icefloe_fast"] / med["scan_full.raw"],
         "scan_filtered.source": med["scan_filtered.icefloe_source"] / med["scan_filtered.raw"],
@@ -201,6 +256,9 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
         "cpus": os.cpu_count(),
         "times_s": times,
         "median_s": med,
+        "cpu_s": dict(CPU),
+        "median_cpu_s": {k: statistics.median(v) for k, v in CPU.items() if v},
+        "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "ratio_icefloe_over_raw": ratios,
     }
 
@@ -216,6 +274,8 @@ def _report(res: dict[str, Any]) -> str:
     pairs = [
         ("write", "write.icefloe", "write.raw"),
         ("write (raw zstd)", "write.icefloe", "write.raw_zstd"),
+        ("native write", "write.icefloe_native", "write.raw"),
+        ("native write (raw zstd)", "write.icefloe_native", "write.raw_zstd"),
         ("full scan (source)", "scan_full.icefloe_source", "scan_full.raw"),
         ("full scan (fast path)", "scan_full.icefloe_fast", "scan_full.raw"),
         ("filtered scan (source)", "scan_filtered.icefloe_source", "scan_filtered.raw"),
@@ -229,6 +289,13 @@ def _report(res: dict[str, Any]) -> str:
     lines.append(
         "  (ratio = icefloe time / raw Spark Parquet time; filtered scans select one month, 3 columns)"
     )
+    cpu = res.get("median_cpu_s", {})
+    if cpu:
+        lines.append(
+            "  write CPU s (process tree): "
+            + ", ".join(f"{k.split('.', 1)[1]}={v:.1f}" for k, v in sorted(cpu.items()))
+        )
+    lines.append(f"  load average (1 min) at the end: {res.get('load_avg_1m')}")
     return "\n".join(lines)
 
 

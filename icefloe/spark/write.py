@@ -305,12 +305,17 @@ def write(
     catalog: str | None = None,
     catalog_properties: Mapping[str, str] | None = None,
     num_partitions: int | None = None,
+    engine: str = "auto",
 ) -> WriteRequirements:
     """Write ``df`` to ``table`` (``"ns.t"``) with ``mode`` (``append`` or ``overwrite``) through
     the ``icefloe`` data source, distributed and sorted as Iceberg Java would (module docstring).
     ``options`` are the data source's write options (``overwrite-filter``, ``branch``, ...;
     ``distribution-mode`` too). ``num_partitions`` sets the number of Spark partitions of a hash
     or range distribution (default ``spark.sql.shuffle.partitions``). Returns what was applied.
+    ``engine="auto"`` lets Spark's own Parquet writer write the files when it can write them as
+    Iceberg needs (``icefloe.spark._native_write``: local/HDFS tables, flat and struct columns)
+    and commits them as the data source does; ``"native"`` insists on that, ``"source"`` always
+    writes through the data source.
     """
     from icefloe.spark import register
     from icefloe.spark._config import catalog_from_options, spark_catalog_conf
@@ -329,6 +334,10 @@ def write(
     requirements = write_requirements(
         loaded.metadata, requested, spark.conf.get(DISTRIBUTION_MODE_CONF, None)
     )
+    from icefloe.spark._native_write import try_native
+
+    if try_native(df, table, loaded, mode, opts, requirements, num_partitions, engine):
+        return requirements
     out = distribute(df, loaded.metadata, requirements, num_partitions)
     register(spark)
     writer = out.write.format("icefloe").mode(mode)
