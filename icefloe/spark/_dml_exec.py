@@ -46,6 +46,8 @@ from icefloe.spark._dml_runner import (
     KIND_DELETE,
     KIND_KEEP,
     KIND_UPDATE,
+    LINEAGE_ROW_ID,
+    LINEAGE_SEQ,
     MATCHED,
     RESULT_FIELD,
     FileInfo,
@@ -166,10 +168,16 @@ def _fast_path_problem(metadata: TableMetadata, tasks: Sequence[FileScanTask]) -
 
 
 def target_frame(
-    spark: SparkSession, table: Table, metadata: TableMetadata, tasks: Sequence[FileScanTask]
+    spark: SparkSession,
+    table: Table,
+    metadata: TableMetadata,
+    tasks: Sequence[FileScanTask],
+    lineage: bool = False,
 ) -> tuple[DataFrame, bool]:
-    """The live rows of ``tasks``' files (current schema) with ``KEY`` and ``ROW_POS``, and
-    whether Spark's Parquet reader reads them (else icefloe's reader in Python workers)."""
+    """The live rows of ``tasks``' files (current schema) with ``KEY`` and ``ROW_POS`` (and with
+    ``lineage``, format v3, each row's ``_row_id`` and ``_last_updated_sequence_number`` as
+    ``LINEAGE_ROW_ID`` and ``LINEAGE_SEQ``), and whether Spark's Parquet reader reads them (else
+    icefloe's reader in Python workers, which also fills the inherited row lineage)."""
     from icefloe.spark.read import FIELD_ID_READ_CONF
 
     schema = metadata.schema()
@@ -179,19 +187,27 @@ def target_frame(
             *data_schema.fields,
             st.StructField(KEY, st.StringType(), False),
             st.StructField(ROW_POS, st.LongType(), False),
+            *(
+                [
+                    st.StructField(LINEAGE_ROW_ID, st.LongType(), True),
+                    st.StructField(LINEAGE_SEQ, st.LongType(), True),
+                ]
+                if lineage
+                else []
+            ),
         ]
     )
     if not tasks:
         return spark.createDataFrame([], full), True
     columns = [F.col(_quoted(f.name)) for f in schema.fields]
-    if _fast_path_problem(metadata, tasks) is None:
+    if not lineage and _fast_path_problem(metadata, tasks) is None:
         spark.conf.set(FIELD_ID_READ_CONF, "true")
         df = parquet_rows(spark, to_spark_schema(schema, with_field_ids=True), tasks)
         return df.select(*columns, KEY, ROW_POS), True
     from icefloe.spec.table_metadata import write_metadata_json
 
     groups = [[t] for t in tasks]
-    job = ReadJob(write_metadata_json(metadata), dict(table.io.properties), groups, full.json())
+    job = ReadJob(write_metadata_json(metadata), dict(table.io.properties), groups, full.json(), lineage)
     ids = spark.range(0, len(groups), 1, numPartitions=max(1, min(len(groups), 4 * _cores(spark))))
     with arrow_functions():
         return ids.mapInArrow(functools.partial(read_tasks, job), full), False
@@ -223,6 +239,8 @@ class _Context:
     isolation: str
     alias: str
     target_names: tuple[str, ...]
+    #: format v3: rows carry their row lineage (LINEAGE_ROW_ID, LINEAGE_SEQ) to the writers
+    lineage: bool = False
 
 
 class RowLevelChange:
@@ -297,6 +315,13 @@ class RowLevelChange:
             else:
                 value = F.lit(None)
             cols.append(value.cast(spark_type).alias(f.name))
+        if ctx.lineage:
+            # kept rows keep both; updated rows keep _row_id and inherit the new sequence
+            # number (null); new rows (no target row) get nulls: new ids at commit
+            row_id = t[LINEAGE_ROW_ID] if LINEAGE_ROW_ID in target_names else F.lit(None)
+            seq = t[LINEAGE_SEQ] if LINEAGE_SEQ in target_names else F.lit(None)
+            cols.append(row_id.cast("long").alias(LINEAGE_ROW_ID))
+            cols.append(F.when(kind == F.lit(KIND_KEEP), seq).cast("long").alias(LINEAGE_SEQ))
         return cols
 
     # ------------------------------------------------------------------ the flow
@@ -313,6 +338,13 @@ class RowLevelChange:
                 "of format version 2 and 3 tables",
                 hint="upgrade the table to format version 2 or 3" if table.format_version < 2 else None,
             )
+        nanos = _nanosecond_columns(table.schema())
+        if nanos:
+            raise UnsupportedFeatureError(
+                f"table {table.name} has nanosecond timestamp columns ({', '.join(nanos)}); Spark carries "
+                "timestamps in microseconds, so rewriting rows through Spark would drop their nanoseconds",
+                hint="change the rows with the Arrow API (table.delete / table.update / table.upsert)",
+            )
         write_metadata, schema_change = self.prepare(table)
         props = dict(table.metadata.properties)
         mode = write_mode(props, self.command)
@@ -328,6 +360,9 @@ class RowLevelChange:
             alias,
             tuple(dict.fromkeys((alias, short, table.name))),
         )
+        copy_on_write = mode == COPY_ON_WRITE
+        # format v3 row lineage goes wherever rows are written: not for merge-on-read DELETE
+        ctx.lineage = table.format_version >= 3 and (copy_on_write or self.command != "delete")
         prune, exact = self.prune(ctx)
         snapshot = table.current_snapshot()
         tasks = plan_files(table.io, table.metadata, snapshot, prune) if snapshot is not None else []
@@ -338,9 +373,10 @@ class RowLevelChange:
             whole = [t.file for t in tasks if must.must_match(t.file)]
             gone = {f.file_path for f in whole}
             tasks = [t for t in tasks if t.file.file_path not in gone]
-        copy_on_write = mode == COPY_ON_WRITE
         rewritten: list[FileScanTask] = []
-        t, fast = target_frame(self.spark, table, table.metadata, tasks)
+        # copy-on-write reads this frame only for the keys of the files to rewrite
+        first_lineage = ctx.lineage and not copy_on_write
+        t, fast = target_frame(self.spark, table, table.metadata, tasks, first_lineage)
         t = t.withColumn(T_MARK, F.lit(True)).alias(alias)
         if self.insert_only():
             out: DataFrame | None = self.changed_rows(ctx, t)
@@ -354,7 +390,7 @@ class RowLevelChange:
                 keys = {key_from_spark(r[0]) for r in affected.distinct().collect()}
                 rewritten = [x for x in tasks if path_key(x.file.file_path) in keys]
             if rewritten or self._may_insert():
-                t2, _ = target_frame(self.spark, table, table.metadata, rewritten)
+                t2, _ = target_frame(self.spark, table, table.metadata, rewritten, ctx.lineage)
                 t2 = t2.withColumn(T_MARK, F.lit(True)).alias(alias)
                 out = self.rewritten_rows(ctx, t2)
             else:
@@ -394,6 +430,7 @@ class RowLevelChange:
             self.check_cardinality(),
             copy_on_write and self.dedupe_kept(),
             write_id,
+            lineage=ctx.lineage,
         )
         # merge-on-read: the rows of a data file meet in one task (one delete file per data
         # file, matches of a target row together); copy-on-write needs that only for some joins
@@ -663,3 +700,25 @@ def resolve_assignments(
             raise ValidationError(f"{what}: column {name!r} is assigned twice")
         out[name] = to_column(value) if not isinstance(value, Column) else value
     return out
+
+
+def _nanosecond_columns(schema: Schema) -> list[str]:
+    """Names of the columns (nested ones dotted) whose type holds nanosecond timestamps."""
+    from icefloe.spec.types import ListType, MapType, StructType, TimestampNsType, TimestamptzNsType
+
+    found: list[str] = []
+
+    def walk(t: Any, path: str) -> None:
+        if isinstance(t, TimestampNsType | TimestamptzNsType):
+            found.append(path)
+        elif isinstance(t, StructType):
+            for f in t.fields:
+                walk(f.field_type, f"{path}.{f.name}" if path else f.name)
+        elif isinstance(t, ListType):
+            walk(t.element_type, f"{path}.element")
+        elif isinstance(t, MapType):
+            walk(t.key_type, f"{path}.key")
+            walk(t.value_type, f"{path}.value")
+
+    walk(schema.as_struct(), "")
+    return found

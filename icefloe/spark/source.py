@@ -256,6 +256,8 @@ class IcefloeReader(ds.DataSourceReader):
         self.incremental: tuple[int, int | None] | None = None
         #: metadata columns (``_file``, ``_pos``, ...) appended after the projected columns
         self.metadata_columns: list[str] = []
+        #: the ``planning`` option (None: the table properties decide; see _distributed_planning)
+        self.planning: str | None = None
 
     def _metadata(self) -> TableMetadata:
         return read_metadata_json(self.metadata_json)
@@ -280,6 +282,21 @@ class IcefloeReader(ds.DataSourceReader):
         return plan_tasks(tasks, split_size=self.split_size, open_file_cost=self.open_file_cost)
 
     def partitions(self) -> Sequence[ds.InputPartition]:
+        if self.incremental is None:
+            from icefloe.spark._distributed_planning import source_partitions
+
+            distributed = source_partitions(
+                metadata=self._metadata(),
+                io_properties=self.io_properties,
+                snapshot_id=self.snapshot_id,
+                schema=self.schema,
+                row_filter=self.row_filter,
+                planning=self.planning,
+                split_size=self.split_size,
+                open_file_cost=self.open_file_cost,
+            )
+            if distributed is not None:
+                return distributed  # data manifests planned by the tasks that read them
         groups = self.plan()
         if not groups:
             return [FileGroupPartition([])]
@@ -291,6 +308,20 @@ class IcefloeReader(ds.DataSourceReader):
         from icefloe.arrow.reader import read_task
         from icefloe.arrow.spark_layout import to_spark_batch
 
+        if not isinstance(partition, FileGroupPartition):
+            from icefloe.spark._distributed_planning import planned_group
+
+            meta = self._metadata()
+            partition = FileGroupPartition(
+                planned_group(
+                    partition,  # type: ignore[arg-type]
+                    metadata=meta,
+                    io=load_file_io(self.io_properties, meta.location),
+                    io_properties=self.io_properties,
+                    schema=self.schema,
+                    row_filter=self.row_filter,
+                )
+            )
         assert isinstance(partition, FileGroupPartition)
         if not partition.tasks:
             return
@@ -319,18 +350,31 @@ class IcefloeReader(ds.DataSourceReader):
 
         from icefloe.arrow.positions import read_with_positions
         from icefloe.arrow.spark_layout import to_spark_batch
-        from icefloe.spark._metadata_columns import source_metadata_arrays
+        from icefloe.scan.row_lineage import with_lineage
+        from icefloe.spark._metadata_columns import lineage_columns, source_metadata_arrays
 
         n_data = len(self.projected.fields)
         data_target = pa.schema([target.field(i) for i in range(n_data)])
         meta_types = {target.field(i).name: target.field(i).type for i in range(n_data, len(target))}
+        lineage = lineage_columns(self.metadata_columns)
+        # row lineage (v3) is read with the rows: stored values, else inherited by the reader
+        read_schema = with_lineage(self.projected, lineage)
         for task in tasks:
             for batch, positions in read_with_positions(
-                io, task, self.projected, self.schema, name_mapping=name_mapping
+                io, task, read_schema, self.schema, name_mapping=name_mapping
             ):
+                lineage_arrays = {n: batch.column(n) for n in lineage}
+                if lineage:
+                    batch = batch.select(list(range(n_data)))
                 data = to_spark_batch(batch, self.projected, data_target)
                 extra = source_metadata_arrays(
-                    metadata, task, self.metadata_columns, positions, batch.num_rows, meta_types
+                    metadata,
+                    task,
+                    self.metadata_columns,
+                    positions,
+                    batch.num_rows,
+                    meta_types,
+                    lineage_arrays,
                 )
                 yield pa.RecordBatch.from_arrays([*data.columns, *extra], schema=target)
 
@@ -558,7 +602,9 @@ class IcefloeDataSource(ds.DataSource):
         spark_schema = to_spark_schema(resolve_read(table, self._options()).schema)
         names = _metadata_column_names(self._options())
         if names:
-            from icefloe.spark._metadata_columns import metadata_spark_fields
+            from icefloe.spark._metadata_columns import check_lineage_columns, metadata_spark_fields
+
+            check_lineage_columns(table.metadata, names)  # v3 only, a typed error
 
             return SparkStructType([*spark_schema.fields, *metadata_spark_fields(table.metadata, names)])
         return spark_schema
@@ -572,6 +618,10 @@ class IcefloeDataSource(ds.DataSource):
         table = self._table()
         target = resolve_read(table, options)
         metadata_columns = _metadata_column_names(options)
+        if metadata_columns:
+            from icefloe.spark._metadata_columns import check_lineage_columns
+
+            check_lineage_columns(table.metadata, metadata_columns)  # v3 only, a typed error
         names = [f.name for f in schema.fields][: len(schema.fields) - len(metadata_columns)]
         projected = (
             target.schema if names == [f.name for f in target.schema.fields] else target.schema.select(names)
@@ -602,6 +652,10 @@ class IcefloeDataSource(ds.DataSource):
         if metadata_columns:
             reader.metadata_columns = metadata_columns
             reader.spark_schema = schema
+        from icefloe.spark._distributed_planning import PLANNING_OPTION, check_planning
+
+        check_planning(table.metadata.properties, options.get(PLANNING_OPTION))  # typed error, early
+        reader.planning = options.get(PLANNING_OPTION)
         if options.get(START_SNAPSHOT_ID) is not None:
             reader.incremental = (
                 int(options[START_SNAPSHOT_ID]),
@@ -616,9 +670,10 @@ class IcefloeDataSource(ds.DataSource):
         # merge-schema: the executors write with the merged schema; commit() adds it to the table
         write_metadata, merge_schema = merge_for_write(table.metadata, schema, options)
         check_spark_schema(schema, write_metadata.schema())
-        if table.format_version != 2:
+        if table.format_version not in (2, 3):
             raise UnsupportedFeatureError(
-                f"table {table.name} is format version {table.format_version}; icefloe writes version 2",
+                f"table {table.name} is format version {table.format_version}; icefloe writes v2 and v3",
+                hint="upgrade the table: table.upgrade_format_version(2)",
             )
         overwrite_filter = options.get(OVERWRITE_FILTER)
         dynamic = options.get(PARTITION_OVERWRITE_MODE, self.partition_overwrite_mode).lower() == "dynamic"

@@ -238,9 +238,10 @@ def stream_writer(
             hint="add the columns first (table.update_schema()), then start the query",
         )
     check_spark_schema(schema, table.schema())
-    if table.format_version != 2:
+    if table.format_version not in (2, 3):
         raise UnsupportedFeatureError(
-            f"table {table.name} is format version {table.format_version}; icefloe writes version 2",
+            f"table {table.name} is format version {table.format_version}; icefloe writes versions 2 and 3",
+            hint="upgrade the table: table.upgrade_format_version(2)",
         )
     branch = options.get(BRANCH)
     if branch:
