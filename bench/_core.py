@@ -31,6 +31,10 @@ __all__ = [
     "Context",
     "Contender",
     "Ratio",
+    "Target",
+    "check_target",
+    "metric_target",
+    "ratio_target",
     "run_case",
     "skipped",
 ]
@@ -95,6 +99,59 @@ class Check:
     label: str
     met: bool
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One row of the scoreboard and of bench/README.md's targets table, declared by the scenario
+    that measures it (its module's ``TARGETS``): where the measure is found in a run's results
+    (``case`` and one of ``ratio``, ``check`` or ``metric``) and what it must reach.
+
+    ``id`` is ``<scenario>.<case>.<what>``, stable across runs. A ratio with ``op`` and
+    ``target`` is judged MET / MISSED against them (these declarations are the source of truth;
+    the scoreboard flags a scenario whose own ``Ratio`` says otherwise); without them it is
+    REPORTED. A check is MET / MISSED by its yes/no; a metric is REPORTED.
+    """
+
+    id: str
+    scenario: str
+    case: str
+    what: str  # what is compared, one line
+    ratio: str | None = None  # the label of a ratio in the case's results
+    check: str | None = None  # the label of a check
+    metric: str | None = None  # a key of the case's metrics
+    op: Literal[">=", "<="] | None = None
+    target: float | None = None
+    measure: str = "speed"  # how the goal reads: speed, time, latency, memory
+    unit: str = ""  # a metric's unit
+
+    def goal(self) -> str:
+        if self.check is not None:
+            return "yes/no"
+        if self.op is None or self.target is None:
+            return "reported"
+        return f"{self.measure} {self.op} {self.target:g}x"
+
+
+def ratio_target(
+    id: str,
+    case: str,
+    label: str,
+    what: str,
+    op: Literal[">=", "<="] | None = None,
+    target: float | None = None,
+    measure: str = "speed",
+) -> Target:
+    """A ratio target; the scenario is the id's first part."""
+    return Target(id, id.split(".", 1)[0], case, what, ratio=label, op=op, target=target, measure=measure)
+
+
+def check_target(id: str, case: str, label: str, what: str) -> Target:
+    return Target(id, id.split(".", 1)[0], case, what, check=label)
+
+
+def metric_target(id: str, case: str, key: str, what: str, unit: str = "") -> Target:
+    return Target(id, id.split(".", 1)[0], case, what, metric=key, unit=unit)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""What a run leaves behind: a text summary, ``<timestamp>.json`` and ``<timestamp>.png``.
+"""What a run leaves behind: a text summary, ``<timestamp>.json`` and ``<timestamp>.png`` (the
+scoreboard, its table of every target, is bench/scoreboard.py).
 
 The chart has one bar group per scenario (one bar per ratio), a log-scale y axis so that 0.5x and
 10x read alike, each bar's target drawn as a black tick across it, and the bar green when the
@@ -27,15 +28,17 @@ def summary_text(results: list[dict[str, Any]]) -> str:
             lines.append(f"{head}\n    skipped: {r['skipped']}")
             continue
         lines.append(head)
-        med = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r["median_s"].items())
-        lines.append(f"    median: {med}")
+        if r["median_s"]:
+            med = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r["median_s"].items())
+            lines.append(f"    median: {med}")
         if r.get("median_cpu_s"):
             cpu = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r["median_cpu_s"].items())
             lines.append(f"    cpu:    {cpu}")
         for q in r["ratios"]:
             target = "no target" if q["op"] is None else f"target {q['op']} {q['target']:g}x"
             cpu = f"; by CPU time {q['cpu_value']:.2f}x" if q.get("cpu_value") is not None else ""
-            lines.append(f"    {_verdict(q['met']):<7}{q['label']}: {q['value']:.2f}x ({target}{cpu})")
+            note = f"; {q['note']}" if q.get("note") else ""
+            lines.append(f"    {_verdict(q['met']):<7}{q['label']}: {q['value']:.2f}x ({target}{cpu}{note})")
         for c in r["checks"]:
             lines.append(f"    {_verdict(c['met']):<7}{c['label']}: {c['detail']}")
         extra = {k: v for k, v in r["metrics"].items() if k in ("commits_per_s", "retries")}

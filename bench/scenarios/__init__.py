@@ -21,6 +21,11 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
         "run",
         "plan_files on 10,000 files in 1,000 manifests vs PyIceberg",
     ),
+    "planning-scale": (
+        "bench.scenarios.planning_scale",
+        "run",
+        "planning time and manifests opened vs table size (10k-1M files) vs PyIceberg and Java",
+    ),
     "scan": (
         "bench.scenarios.scan",
         "run",
@@ -60,6 +65,11 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
         "bench.scenarios.small_files",
         "run",
         "to_arrow of 1,200 small files (300 appends), full/filtered, +- position deletes, vs pyarrow",
+    ),
+    "stream-memory": (
+        "bench.scenarios.stream_memory",
+        "run",
+        "peak memory of to_batches() over a table of --memory-mib MiB vs its documented bound",
     ),
     "rest-concurrent": (
         "bench.scenarios.rest",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case, skipped
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, ratio_target, run_case, skipped
 
 __all__ = ["CATALOGS", "run"]
 
@@ -181,3 +181,33 @@ def _appender(table: Any, data: Any) -> Callable[[], None]:
             table.append(data)
 
     return append
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+_CATALOG_TEXT = {
+    "sqlite": "SQLite",
+    "postgres": "PostgreSQL 15",
+    "rest": "the REST server on SQLite",
+    "rest-postgres": "the REST server on PostgreSQL",
+}
+TARGETS = [
+    ratio_target(
+        f"catalogs.small_append.{kind}-vs-pyiceberg",
+        "small_append",
+        f"{kind}: small append latency vs PyIceberg",
+        f"small append (10 rows) via {text} vs PyIceberg 0.12 on it",
+        "<=",
+        0.5,
+        "latency",
+    )
+    for kind, text in _CATALOG_TEXT.items()
+] + [
+    ratio_target(
+        f"catalogs.small_append.{kind}-vs-sqlite",
+        "small_append",
+        f"icefloe: {kind} vs sqlite latency",
+        f"icefloe's small append via {text} vs on SQLite",
+    )
+    for kind, text in _CATALOG_TEXT.items()
+    if kind != "sqlite"
+]

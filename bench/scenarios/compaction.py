@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench._core import Case, CaseResult, Contender, Context, Ratio, run_case, skipped
+from bench._core import Case, CaseResult, Contender, Context, Ratio, ratio_target, run_case, skipped
 
 __all__ = ["run"]
 
@@ -334,3 +334,25 @@ class _JavaRewriter:
         except Exception:
             self.proc.kill()
             return -1
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = [
+    ratio_target(
+        f"compaction.spark.{s}-vs-java",
+        "spark",
+        f"spark {s}: speed vs Iceberg Java 1.10 on Spark 3.5",
+        f"{text} compaction on Spark vs Iceberg Java 1.10 rewriteDataFiles",
+        ">=",
+        1.0,
+    )
+    for s, text in (("binpack", "bin-pack"), ("sort", "sort"))
+] + [
+    ratio_target(
+        f"compaction.local_{s}.vs-raw",
+        f"local_{s}",
+        f"local {s}: throughput vs raw pyarrow read+write",
+        f"local {text} compaction vs raw pyarrow read{extra} + write",
+    )
+    for s, text, extra in (("binpack", "bin-pack", ""), ("sort", "sort", " + sort"))
+]

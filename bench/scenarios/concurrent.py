@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._core import CaseResult, Context
+from bench._core import CaseResult, Context, check_target, metric_target
 from bench.data import catalog_properties
 
 __all__ = ["run"]
@@ -141,3 +141,21 @@ def run(ctx: Context) -> list[CaseResult]:
     )
     res.checks = [{"label": "every commit lands", "met": ok, "detail": detail}]
     return [res]
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = [
+    check_target(
+        "concurrent.8_writers.all-land",
+        "8_writers",
+        "every commit lands",
+        "8 writer processes x 5 appends on SQLite: every commit lands",
+    ),
+    metric_target(
+        "concurrent.8_writers.commits-per-s",
+        "8_writers",
+        "commits_per_s",
+        "8 writer processes x 5 appends: throughput",
+        "commits/s",
+    ),
+]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case, skipped
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, ratio_target, run_case, skipped
 from bench.data import lineitem_table
 
 __all__ = ["run"]
@@ -109,3 +109,25 @@ def run(ctx: Context) -> list[CaseResult]:
     results.append(run_case(ctx, read))
     cat.close()  # the scratch directory goes with the run; the shared data files stay
     return results
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = [
+    ratio_target(
+        "deletes.commit.mor-vs-cow",
+        "commit",
+        "MOR delete commit: speed vs COW",
+        "delete 1% of lineitem (every file): merge-on-read vs copy-on-write",
+        ">=",
+        10.0,
+    ),
+    ratio_target(
+        "deletes.read.with-vs-without",
+        "read",
+        "read with MOR deletes: time vs without",
+        "full scan with those position deletes vs the same files without",
+        "<=",
+        1.3,
+        "time",
+    ),
+]

@@ -27,7 +27,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench._core import Case, CaseResult, Contender, Context, Ratio, ratio_entry, run_case
+from bench._core import (
+    Case,
+    CaseResult,
+    Contender,
+    Context,
+    Ratio,
+    check_target,
+    ratio_entry,
+    ratio_target,
+    run_case,
+)
 
 __all__ = ["run"]
 
@@ -266,3 +276,32 @@ def _spark(ctx: Context) -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+_CASE = "expire_1000_snapshots"
+TARGETS = [
+    ratio_target(
+        f"expire.{_CASE}.{key}-vs-java-{java}",
+        _CASE,
+        f"expire: {subject} vs Iceberg Java {label}",
+        f"expire 1,000 snapshots {where}: time vs Java 1.10 {label}",
+        measure="time",
+    )
+    for subject, key, where in (("icefloe", "local", "locally"), ("icefloe-spark", "spark", "on Spark"))
+    for java, label in (("call", "CALL expire_snapshots"), ("core", "core expireSnapshots()"))
+] + [
+    ratio_target(
+        f"expire.{_CASE}.spark-vs-local",
+        _CASE,
+        "expire: icefloe on Spark vs local",
+        "expire on Spark vs locally: time",
+        measure="time",
+    ),
+    check_target(
+        f"expire.{_CASE}.same-as-java",
+        _CASE,
+        "same files deleted as Iceberg Java's expire_snapshots",
+        "the same files deleted as Iceberg Java 1.10",
+    ),
+]

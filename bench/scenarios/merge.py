@@ -31,7 +31,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._core import Case, CaseResult, Contender, Context, Ratio, run_case, skipped
+from bench._core import (
+    Case,
+    CaseResult,
+    Contender,
+    Context,
+    Ratio,
+    check_target,
+    metric_target,
+    ratio_target,
+    run_case,
+    skipped,
+)
 from bench.data import lineitem, lineitem_table
 
 __all__ = ["run"]
@@ -383,3 +394,44 @@ def _pyiceberg_case(ctx: Context, tables: _Tables, source: Path, source_rows: in
     result.metrics["pyiceberg"] = {"updated": int(updated), "inserted": int(inserted), "process_s": elapsed}
     ctx.say(f"    PyIceberg upsert: {float(seconds):.1f} s")
     return result
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = (
+    [
+        ratio_target(
+            f"merge.merge.{short}-vs-java",
+            "merge",
+            f"MERGE {short.upper()}: speed vs Iceberg Java 1.10 on Spark 3.5",
+            f"Spark MERGE into lineitem, {mode}, vs Iceberg Java 1.10",
+            ">=",
+            1.0,
+        )
+        for short, mode in (("mor", "merge-on-read"), ("cow", "copy-on-write"))
+    ]
+    + [
+        check_target(
+            f"merge.merge.{short}-within-limit",
+            "merge",
+            f"MERGE {short.upper()} <= {MERGE_LIMIT_S:.0f} s",
+            f"the {mode} MERGE takes <= {MERGE_LIMIT_S:.0f} s (the target is at SF 1)",
+        )
+        for short, mode in (("mor", "merge-on-read"), ("cow", "copy-on-write"))
+    ]
+    + [
+        ratio_target(
+            "merge.delete.mor-vs-cow",
+            "delete",
+            "Spark DELETE 1%: MOR speed vs COW",
+            "Spark DELETE of 1% (in every file): merge-on-read vs copy-on-write",
+            ">=",
+            10.0,
+        ),
+        metric_target(
+            "merge.pyiceberg_upsert.reference",
+            "pyiceberg_upsert",
+            "pyiceberg",
+            "PyIceberg 0.12 upsert of the same source, time-boxed reference",
+        ),
+    ]
+)

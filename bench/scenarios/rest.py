@@ -17,7 +17,18 @@ import time
 import warnings
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
+from bench._core import (
+    Case,
+    CaseResult,
+    Check,
+    Contender,
+    Context,
+    Ratio,
+    check_target,
+    metric_target,
+    ratio_target,
+    run_case,
+)
 
 __all__ = ["run_commit", "run_throughput"]
 
@@ -214,3 +225,30 @@ def run_throughput(ctx: Context) -> list[CaseResult]:
     ok = all(r["all_landed"] for rs in rounds.values() for r in rs)
     res.checks = [{"label": "every commit lands (REST and direct)", "met": ok, "detail": detail}]
     return [res]
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = [
+    ratio_target(
+        "rest-commit.small_append.vs-pyiceberg",
+        "small_append",
+        "REST small append: latency vs PyIceberg",
+        "small append (10 rows) via the REST server vs PyIceberg's RestCatalog",
+        "<=",
+        0.5,
+        "latency",
+    ),
+    check_target(
+        "rest-concurrent.8_committers.all-land",
+        "8_committers",
+        "every commit lands (REST and direct)",
+        "8 committer processes x 5 appends via REST: every commit lands",
+    ),
+    metric_target(
+        "rest-concurrent.8_committers.vs-direct",
+        "8_committers",
+        "throughput_vs_direct_sqlite",
+        "8 committers via REST: throughput vs straight to SQLite",
+        "x",
+    ),
+]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, Target, ratio_target, run_case
 from bench.data import clear_icefloe_caches, lineitem_table
 
 __all__ = ["run"]
@@ -93,3 +93,28 @@ def run(ctx: Context) -> list[CaseResult]:
         evaluate=same_rows,
     )
     return [run_case(ctx, full), run_case(ctx, filtered)]
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+def _targets() -> list[Target]:
+    out = []
+    for case, what in (("full", "full scan"), ("filtered", "filtered scan")):
+        for peer, key, text, goal in (
+            ("pyarrow.dataset", "pyarrow", "raw pyarrow.dataset", 0.9),
+            ("PyIceberg", "pyiceberg", "PyIceberg 0.12", 1.5),
+        ):
+            for prefix, note in (("", ""), ("cold-", ", caches cleared")):
+                out.append(
+                    ratio_target(
+                        f"scan.{case}.{prefix}vs-{key}",
+                        case,
+                        f"{what}{note}: speed vs {peer}",
+                        f"{what} of lineitem, to_arrow{note}, vs {text}",
+                        ">=",
+                        goal,
+                    )
+                )
+    return out
+
+
+TARGETS = _targets()

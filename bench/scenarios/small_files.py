@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, ratio_target, run_case
 
 __all__ = ["run", "small_files_tables"]
 
@@ -293,3 +293,41 @@ if __name__ == "__main__":
     for r in run_memory(a.data_dir.resolve(), int(a.gib * (1 << 30)), settings):
         r.pop("rss_samples", None)
         print(json.dumps(r))
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table (the memory
+# of to_batches is the stream-memory scenario's, bench/scenarios/stream_memory.py).
+TARGETS = (
+    [
+        ratio_target(
+            f"small-files.{kind}{suffix}.vs-pyarrow",
+            f"{kind}{suffix}",
+            f"small files, {kind} scan{label}: speed vs pyarrow.dataset",
+            f"1,200 small files, {kind} scan{label}, vs pyarrow.dataset",
+            ">=",
+            0.9,
+        )
+        for suffix, label in (("", ""), ("_deletes", " with position deletes"))
+        for kind in ("full", "filtered")
+    ]
+    + [
+        ratio_target(
+            f"small-files.{kind}{suffix}.vs-pq-read-table",
+            f"{kind}{suffix}",
+            f"small files, {kind} scan{label}: speed vs pq.read_table",
+            f"1,200 small files, {kind} scan{label}, vs pq.read_table",
+        )
+        for suffix, label in (("", ""), ("_deletes", " with position deletes"))
+        for kind in ("full", "filtered")
+    ]
+    + [
+        ratio_target(
+            f"small-files.{kind}{suffix}.vs-pyiceberg",
+            f"{kind}{suffix}",
+            f"small files, {kind} scan{label}: speed vs PyIceberg",
+            f"1,200 small files, {kind} scan{label}, vs PyIceberg 0.12",
+        )
+        for suffix, label in (("", ""), ("_deletes", " with position deletes"))
+        for kind in ("full", "filtered")
+    ]
+)

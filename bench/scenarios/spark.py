@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench._core import CaseResult, Context, Ratio, ratio_entry, skipped
+from bench._core import CaseResult, Context, Ratio, Target, ratio_entry, ratio_target, skipped
 from bench.data import lineitem_path
 
 __all__ = ["run"]
@@ -178,3 +178,53 @@ def _column_pruning(ctx: Context, master: str) -> list[CaseResult]:
     if not results:
         return [skipped(SCENARIO, "column_pruning", "bench.spark_read", "no timings in its output")]
     return results
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+_SPARK_TEXT = {
+    "write": "Spark write (format('icefloe')) vs raw df.write.parquet",
+    "scan_full": "Spark full scan (icefloe.spark.read) vs spark.read.parquet",
+    "scan_full_source": "Spark full scan (Python data source) vs spark.read.parquet",
+    "scan_filtered": "Spark filtered scan (icefloe.spark.read) vs spark.read.parquet",
+    "scan_filtered_source": "Spark filtered scan (Python data source) vs spark.read.parquet",
+}
+
+
+def _targets() -> list[Target]:
+    out = []
+    for name, _, _ in _PAIRS:
+        out.append(
+            ratio_target(
+                f"spark.{name}.vs-raw",
+                name,
+                f"spark {name}: speed vs raw Parquet",
+                _SPARK_TEXT[name],
+                ">=",
+                0.8,
+            )
+        )
+    for name, _, _ in _PAIRS:
+        out.append(
+            ratio_target(
+                f"spark.{name}.vs-java",
+                name,
+                f"spark {name}: vs Iceberg Java (ratio of ratios to raw)",
+                f"{_SPARK_TEXT[name].split(' vs ')[0]}, vs Iceberg Java 1.10 (each / raw)",
+            )
+        )
+    for workload, what in (("narrow", "3 columns, one year"), ("wide", "every column")):
+        for key, via in (("icefloe_fast", "fast path"), ("icefloe_source", "data source")):
+            out.append(
+                ratio_target(
+                    f"spark.read_{workload}.{key.removeprefix('icefloe_')}-vs-raw",
+                    f"read_{workload}",
+                    f"spark read {workload}: {key} speed vs raw",
+                    f"Spark scan, {what}, {via} vs spark.read.parquet",
+                    ">=",
+                    0.8,
+                )
+            )
+    return out
+
+
+TARGETS = _targets()

@@ -13,7 +13,7 @@ import itertools
 import shutil
 from typing import Any
 
-from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, run_case
+from bench._core import Case, CaseResult, Check, Contender, Context, Ratio, ratio_target, run_case
 from bench.data import catalog_properties, lineitem
 
 __all__ = ["run_append", "run_commit"]
@@ -120,3 +120,25 @@ def run_commit(ctx: Context) -> list[CaseResult]:
     finally:
         cat.close()
         py_cat.engine.dispose()
+
+
+# The scoreboard's rows (bench/scoreboard.py) and bench/README.md's targets table.
+TARGETS = [
+    ratio_target(
+        "append.lineitem.vs-pq-write-table",
+        "lineitem",
+        "append: speed vs pq.write_table",
+        "Arrow append of lineitem (write + commit) vs pq.write_table, zstd",
+        ">=",
+        0.9,
+    ),
+    ratio_target(
+        "commit.small_append.vs-pyiceberg",
+        "small_append",
+        "small append: latency vs PyIceberg",
+        "small append (10 rows) on SQLite vs PyIceberg 0.12 on SQLite",
+        "<=",
+        0.5,
+        "latency",
+    ),
+]
