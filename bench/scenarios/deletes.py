@@ -1,5 +1,6 @@
 """Deleting 1% of TPC-H ``lineitem``: merge-on-read (position delete files) vs copy-on-write
-(rewriting the data files holding the rows), then reading with those deletes vs without.
+(rewriting the data files holding the rows), then reading with those deletes vs without; and on
+format v3, the same 1% deleted by deletion vectors, read beside the position deletes and no deletes.
 
 The 1% is ``l_partkey < partkeys / 100``: scattered over every data file, as a real delete by a
 business key is. Each timed delete runs on a fresh table (created outside the clock) that lists the
@@ -107,6 +108,55 @@ def run(ctx: Context) -> list[CaseResult]:
         evaluate=evaluate,
     )
     results.append(run_case(ctx, read))
+
+    # Format v3: the same delete writes deletion vectors (one Puffin file, one DV per data file).
+    dv = cat.create_table(
+        "b.del_v3_dv",
+        schema=base.schema(),
+        properties={"write.delete.mode": "merge-on-read", "format-version": "3"},
+    )
+    tx = dv.transaction()
+    tx.append_files(files, delete_on_failure=False)
+    tx.commit()
+    dv.delete(where)
+    dv_files = {d.file_format.value for t in dv.scan().plan_files() for d in t.delete_files}
+
+    def evaluate_v3(m: dict[str, dict[str, Any]]) -> tuple[list[Check], dict[str, Any]]:
+        got = {k: m[k].get("rows") for k in ("deletion_vectors", "position_deletes")}
+        return [
+            Check(
+                "deletion vectors and position deletes drop exactly the deleted rows",
+                all(v == expected for v in got.values()),
+                f"{got} rows read, {expected} expected",
+            ),
+            Check(
+                "the v3 table's deletes are deletion vectors", dv_files == {"PUFFIN"}, f"formats {dv_files}"
+            ),
+        ], {}
+
+    read_v3 = Case(
+        SCENARIO,
+        "read-v3",
+        "full Arrow scan: 1% deleted by deletion vectors (v3) vs by position delete files (v2) vs no deletes",
+        [
+            Contender("deletion_vectors", lambda: rows(dv.scan().to_arrow())),
+            Contender("position_deletes", lambda: rows(mor.scan().to_arrow())),
+            Contender("without_deletes", lambda: rows(base.scan().to_arrow())),
+        ],
+        [
+            Ratio(
+                "read with deletion vectors: time vs without", "deletion_vectors", "without_deletes", "time"
+            ),
+            Ratio(
+                "read with deletion vectors: time vs position deletes",
+                "deletion_vectors",
+                "position_deletes",
+                "time",
+            ),
+        ],
+        evaluate=evaluate_v3,
+    )
+    results.append(run_case(ctx, read_v3))
     cat.close()  # the scratch directory goes with the run; the shared data files stay
     return results
 
@@ -129,5 +179,19 @@ TARGETS = [
         "<=",
         1.3,
         "time",
+    ),
+    ratio_target(
+        "deletes.read-v3.dv-vs-without",
+        "read-v3",
+        "read with deletion vectors: time vs without",
+        "full scan with that 1% deleted by deletion vectors (v3) vs the same files without",
+        measure="time",
+    ),
+    ratio_target(
+        "deletes.read-v3.dv-vs-position",
+        "read-v3",
+        "read with deletion vectors: time vs position deletes",
+        "the same scan: deletion vectors vs position delete files",
+        measure="time",
     ),
 ]
