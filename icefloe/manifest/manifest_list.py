@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from icefloe.manifest._model import (
     UNASSIGNED_SEQ,
     ManifestContent,
     ManifestFile,
+    PartitionFieldSummary,
     manifest_file,
     partition_field_summary,
 )
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_LIST_CACHE_ENTRIES",
     "clear_manifest_list_cache",
+    "ManifestSelector",
     "read_manifest_list",
+    "read_manifest_list_selected",
     "set_manifest_list_cache_size",
     "write_manifest_list",
 ]
@@ -87,7 +90,41 @@ def _plan(schema_text: str) -> tuple[dict[int, int], dict[int, int]]:
 #: :mod:`icefloe.manifest._cache`): 64 lists of a few thousand manifests each stay within a few
 #: tens of MB.
 MANIFEST_LIST_CACHE_ENTRIES = 64
-_CACHE: LocationCache[tuple[ManifestFile, ...]] = LocationCache("manifest-list", MANIFEST_LIST_CACHE_ENTRIES)
+
+
+class _Parsed:
+    """A decoded, validated manifest list: per manifest the positional arguments of
+    :func:`manifest_file` (partition summaries already built), and the ManifestFile objects,
+    built only when asked for. Planning a selective filter asks for a few of a thousand.
+
+    Shared through the cache by every thread: ``_objects`` slots are filled at most a few times
+    each (a race builds equal objects twice; either is kept), never changed otherwise.
+    """
+
+    __slots__ = ("_objects", "args")
+
+    def __init__(self, args: list[tuple[Any, ...]]) -> None:
+        self.args = args
+        self._objects: list[ManifestFile | None] = [None] * len(args)
+
+    def manifest(self, i: int) -> ManifestFile:
+        m = self._objects[i]
+        if m is None:
+            m = manifest_file(*self.args[i])
+            self._objects[i] = m
+        return m
+
+    def manifests(self) -> list[ManifestFile]:
+        objects = self._objects
+        if None in objects:
+            args = self.args
+            for i, m in enumerate(objects):
+                if m is None:
+                    objects[i] = manifest_file(*args[i])
+        return list(objects)  # type: ignore[arg-type]
+
+
+_CACHE: LocationCache[_Parsed] = LocationCache("manifest-list", MANIFEST_LIST_CACHE_ENTRIES)
 
 
 def clear_manifest_list_cache() -> None:
@@ -100,6 +137,19 @@ def set_manifest_list_cache_size(max_entries: int) -> None:
     _CACHE.resize(max_entries)
 
 
+def _parsed(io: FileIO, path: str, cache: bool) -> _Parsed:
+    with decoding(path, MANIFEST_LIST), io.new_input(path).open() as stream:
+        size = file_size(stream) if cache else None
+        if size is not None:
+            found = _CACHE.get(path, size)
+            if found is not None:
+                return found
+        parsed = _read(stream, path)
+    if size is not None:
+        _CACHE.put(path, size, parsed)
+    return parsed
+
+
 def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[ManifestFile]:
     """The manifests of a snapshot, in list order.
 
@@ -107,19 +157,33 @@ def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[Man
     parsed from a file of the same size at the same location is returned without decoding it
     again (see :mod:`icefloe.manifest._cache`).
     """
-    with decoding(path, MANIFEST_LIST), io.new_input(path).open() as stream:
-        size = file_size(stream) if cache else None
-        if size is not None:
-            found = _CACHE.get(path, size)
-            if found is not None:
-                return list(found)
-        manifests = _read(stream, path)
-    if size is not None:
-        _CACHE.put(path, size, manifests)
-    return list(manifests)
+    return _parsed(io, path, cache).manifests()
 
 
-def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
+#: ``keep(partition_spec_id, content, added_files_count, existing_files_count, partitions)``
+ManifestSelector = Callable[
+    [int, ManifestContent, "int | None", "int | None", "tuple[PartitionFieldSummary, ...] | None"], bool
+]
+
+
+def read_manifest_list_selected(
+    io: FileIO, path: str, keep: ManifestSelector, *, cache: bool = True
+) -> tuple[int, list[ManifestFile]]:
+    """(number of manifests in the list, the manifests ``keep`` accepts, in list order).
+
+    The same as filtering :func:`read_manifest_list`'s result, but ManifestFile objects are built
+    only for the manifests kept: a selective scan plan keeps a few of thousands. The whole list is
+    still decoded and validated (a damaged entry raises whether or not it would be kept).
+    """
+    parsed = _parsed(io, path, cache)
+    kept = []
+    for i, a in enumerate(parsed.args):
+        if keep(a[2], a[3], a[7], a[8], a[13]):
+            kept.append(parsed.manifest(i))
+    return len(parsed.args), kept
+
+
+def _read(stream: IO[bytes], path: str) -> _Parsed:
     avro = AvroFile(stream, path, MANIFEST_LIST)
     try:
         top, summary = _plan(avro.metadata["avro.schema"])
@@ -142,8 +206,8 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
     out = []
     try:
         for rec in avro.tuples():
-            # Positional construction straight from the record: this loop runs once per
-            # manifest of the snapshot on every cold plan.
+            # Positional arguments straight from the record: this loop runs once per manifest of
+            # the snapshot on every cold plan.
             parts = rec[n_parts] if n_parts is not None else None
             if parts is None:
                 partitions = None
@@ -170,7 +234,7 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
             if snapshot_id is None:
                 raise CorruptFileError.of(path, MANIFEST_LIST, "a manifest without added_snapshot_id")
             out.append(
-                manifest_file(
+                (
                     rec[n_path],
                     rec[n_length],
                     rec[n_spec],
@@ -194,27 +258,29 @@ def _read(stream: IO[bytes], path: str) -> tuple[ManifestFile, ...]:
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, IcefloeError) as e:
         # Decoded records of the wrong shape: a damaged file (or one no Iceberg writer made).
         raise CorruptFileError.of(path, MANIFEST_LIST, f"invalid entry: {type(e).__name__}: {e}") from e
-    for m in out:
-        # The common case in one expression; _invalid says what is wrong when it is not.
+    for a in out:
+        # The common case in one expression (positions are manifest_file's parameters); _invalid
+        # says what is wrong when it is not.
         if (
-            m.manifest_path
-            and m.manifest_length >= 0
-            and m.partition_spec_id >= 0
-            and 0 <= m.min_sequence_number <= m.sequence_number
-            and (m.added_files_count or 0) >= 0
-            and (m.existing_files_count or 0) >= 0
-            and (m.deleted_files_count or 0) >= 0
-            and (m.added_rows_count or 0) >= 0
-            and (m.existing_rows_count or 0) >= 0
-            and (m.deleted_rows_count or 0) >= 0
-            and (m.first_row_id or 0) >= 0
-            and isinstance(m.manifest_path, str)
+            a[0]
+            and a[1] >= 0
+            and a[2] >= 0
+            and 0 <= a[5] <= a[4]
+            and (a[7] or 0) >= 0
+            and (a[8] or 0) >= 0
+            and (a[9] or 0) >= 0
+            and (a[10] or 0) >= 0
+            and (a[11] or 0) >= 0
+            and (a[12] or 0) >= 0
+            and (a[15] or 0) >= 0
+            and isinstance(a[0], str)
         ):
             continue
+        m = manifest_file(*a)
         problem = _invalid(m)
         if problem:
             raise CorruptFileError.of(path, MANIFEST_LIST, f"manifest {m.manifest_path!r}: {problem}")
-    return tuple(out)
+    return _Parsed(out)
 
 
 _COUNTS = (

@@ -36,9 +36,10 @@ from icefloe.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    PartitionFieldSummary,
     read_manifest,
-    read_manifest_list,
 )
+from icefloe.manifest.manifest_list import read_manifest_list_selected
 from icefloe.scan.delete_index import DeleteFileIndex
 from icefloe.scan.task import FileScanTask
 from icefloe.spec.schema import Schema
@@ -125,12 +126,8 @@ def plan_files(
     row_filter = bind(schema, row_filter, case_sensitive)
     metrics_evaluator = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive)
 
-    manifests = read_manifest_list(io, snapshot.manifest_list)
-    stats.manifests_total = len(manifests)
-    data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
-    delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-
     evaluators: dict[int, _SpecEvaluators] = {}
+    summary_tests: dict[int, Callable[[Any], bool]] = {}
 
     def evaluators_for(spec_id: int) -> _SpecEvaluators:
         ev = evaluators.get(spec_id)
@@ -139,14 +136,29 @@ def plan_files(
             evaluators[spec_id] = ev
         return ev
 
-    surviving: list[ManifestFile] = []
-    for m in [*data_manifests, *delete_manifests]:
-        # A manifest holding only DELETED entries has no live file to read.
-        live = m.has_added_files() or m.has_existing_files()
-        if live and evaluators_for(m.partition_spec_id).manifest_evaluator.eval(m):
-            surviving.append(m)
-        else:
-            stats.manifests_skipped += 1
+    def keep(
+        spec_id: int,
+        content: ManifestContent,
+        added: int | None,
+        existing: int | None,
+        partitions: tuple[PartitionFieldSummary, ...] | None,
+    ) -> bool:
+        # A manifest holding only DELETED entries has no live file to read (None: unknown, v1).
+        if added == 0 and existing == 0:
+            return False
+        test = summary_tests.get(spec_id)
+        if test is None:
+            test = summary_tests[spec_id] = evaluators_for(spec_id).manifest_evaluator.eval_summaries
+        return test(partitions)
+
+    # Only the manifests that may match become ManifestFile objects (a selective plan keeps a few
+    # of thousands); the whole list is still decoded and validated.
+    total, kept = read_manifest_list_selected(io, snapshot.manifest_list, keep)
+    stats.manifests_total = total
+    stats.manifests_skipped = total - len(kept)
+    # Data manifests first, then delete manifests, each in list order.
+    surviving: list[ManifestFile] = [m for m in kept if m.content == ManifestContent.DATA]
+    surviving += [m for m in kept if m.content == ManifestContent.DELETES]
 
     stats_lock = threading.Lock()
 

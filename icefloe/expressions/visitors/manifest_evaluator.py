@@ -61,6 +61,12 @@ class ManifestEvaluator:
             return _MIGHT_MATCH
         return self._test(summaries)
 
+    def eval_summaries(self, summaries: _Summaries | None) -> bool:
+        """:meth:`eval` on a manifest's ``partitions`` alone (before its ManifestFile is built)."""
+        if summaries is None:
+            return _MIGHT_MATCH
+        return self._test(summaries)
+
 
 def _always(result: bool) -> _Test:
     def test(summaries: _Summaries) -> bool:
