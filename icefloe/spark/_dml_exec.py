@@ -704,21 +704,10 @@ def resolve_assignments(
 
 def _nanosecond_columns(schema: Schema) -> list[str]:
     """Names of the columns (nested ones dotted) whose type holds nanosecond timestamps."""
-    from icefloe.spec.types import ListType, MapType, StructType, TimestampNsType, TimestamptzNsType
+    from icefloe.spec.types import TimestampNsType, TimestamptzNsType
 
-    found: list[str] = []
-
-    def walk(t: Any, path: str) -> None:
-        if isinstance(t, TimestampNsType | TimestamptzNsType):
-            found.append(path)
-        elif isinstance(t, StructType):
-            for f in t.fields:
-                walk(f.field_type, f"{path}.{f.name}" if path else f.name)
-        elif isinstance(t, ListType):
-            walk(t.element_type, f"{path}.element")
-        elif isinstance(t, MapType):
-            walk(t.key_type, f"{path}.key")
-            walk(t.value_type, f"{path}.value")
-
-    walk(schema.as_struct(), "")
-    return found
+    return [
+        schema.column_name(fid)
+        for fid in schema.leaf_field_ids()
+        if isinstance(schema.find_type(fid), TimestampNsType | TimestamptzNsType)
+    ]
