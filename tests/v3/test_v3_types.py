@@ -359,8 +359,10 @@ def test_unknown_rules(catalog: Any) -> None:
     v2 = catalog.create_table("ns.v2", schema=pa.schema([pa.field("id", pa.int64())]))
     with pytest.raises(SchemaError, match="version 3"):
         v2.update_schema().add_column("u", "unknown")
+    assert v2.refresh().schema() == v2.schema() and v2.format_version == 2
     with pytest.raises(SchemaError, match="format v3"):
         catalog.create_table("ns.v2b", schema=UNKNOWN_SCHEMA)
+    assert not catalog.table_exists("ns.v2b")
 
 
 def test_unknown_promotes_to_any_type(catalog: Any) -> None:
