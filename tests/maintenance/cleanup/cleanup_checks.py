@@ -7,8 +7,17 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+import pyarrow as pa
+
 from icefloe.io.local import local_path
 from icefloe.manifest import read_manifest, read_manifest_list
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("cat", pa.string())])
+
+
+def rows(*ids: int, cat: str = "a") -> pa.Table:
+    """A small batch of the tests' two-column schema."""
+    return pa.table({"id": list(ids), "cat": [cat] * len(ids)}, schema=SCHEMA)
 
 
 def local(location: str) -> str:

@@ -13,18 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
-
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("cat", pa.string())])
-
-
-def rows(*ids: int, cat: str = "a") -> pa.Table:
-    return pa.table({"id": list(ids), "cat": [cat] * len(ids)}, schema=SCHEMA)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, rows
 
 from icefloe.maintenance.orphan_files import OrphanOptions
 from icefloe.maintenance.reachability import (

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cleanup_checks import assert_intact, files_under, local, referenced
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, files_under, local, referenced, rows
 
 from icefloe.errors import NoSuchSnapshotError
 from icefloe.maintenance.orphan_files import LocalOrphans, remove_orphan_files

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_checks import assert_intact, local
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, local, rows
 from table_clone import clone_table
 from test_expire_snapshots import build_history
 

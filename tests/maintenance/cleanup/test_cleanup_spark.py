@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_checks import assert_intact, files_under, local, referenced
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, files_under, local, referenced, rows
 from test_expire_snapshots import build_history
 from test_orphan_files import plant
 

@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 from cleanup_checks import (
+    SCHEMA,
     assert_intact,
     expected_unreachable,
     files_under,
     local,
     reach_by_snapshot,
     referenced,
+    rows,
 )
-from conftest import SCHEMA, rows
 
 from icefloe.errors import CommitStateUnknownError, NoSuchSnapshotError, ValidationError
 from icefloe.maintenance.expire_snapshots import ExpireSnapshotsResult

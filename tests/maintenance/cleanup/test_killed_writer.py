@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cleanup_checks import assert_intact, files_under, referenced
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, files_under, referenced, rows
 
 HERE = Path(__file__).resolve().parent
 KILLS = 6

@@ -7,8 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from cleanup_checks import assert_intact, files_under, local
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, files_under, local, rows
 
 from icefloe.catalog import TableCommit
 from icefloe.spec.updates import SetProperties

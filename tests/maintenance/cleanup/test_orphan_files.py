@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_checks import assert_intact, files_under, local, referenced
-from conftest import SCHEMA, rows
+from cleanup_checks import SCHEMA, assert_intact, files_under, local, referenced, rows
 
 from icefloe.errors import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.maintenance.orphan_files import (
