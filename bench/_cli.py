@@ -39,7 +39,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "repeat": 3,
         "warmup": 1,
         "memory_mib": 256,
-        "per_scenario": {name: {"repeat": 1} for name in ("spark", "compaction", "expire", "merge")},
+        "per_scenario": {
+            name: {"repeat": 1} for name in ("spark", "compaction", "expire", "merge", "spark-memory")
+        },
         "env": {"ICEFLOE_BENCH_COMPACTION_FILES": "2000", "ICEFLOE_BENCH_UPSERT_TIMEOUT": "90"},
     },
     "quick": {
@@ -92,7 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--commits-per-writer", type=int, default=5)
     p.add_argument("--spark-master", default="local[2]")
     p.add_argument(
-        "--memory-mib", type=int, help="size of the stream-memory table, MiB of Arrow data (default 256)"
+        "--memory-mib",
+        type=int,
+        help="size of the stream-memory and spark-memory table, MiB of Arrow data (default 256; "
+        "spark-memory: 5120 is 10x its 512m driver heap)",
     )
     p.add_argument("--no-chart", action="store_true", help="skip the PNG")
     p.add_argument(

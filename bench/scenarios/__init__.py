@@ -71,6 +71,12 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
         "run",
         "peak memory of to_batches() over a table of --memory-mib MiB vs its documented bound",
     ),
+    "spark-memory": (
+        "bench.scenarios.spark_memory",
+        "run",
+        "Spark reads (fast path, data source) of the --memory-mib table under a 512m driver heap: "
+        "peak heap, JVM and Python worker RSS vs the documented bound",
+    ),
     "rest-concurrent": (
         "bench.scenarios.rest",
         "run_throughput",
