@@ -471,7 +471,9 @@ def _scan_group_table(io: FileIO, group: _Group, opts: ReadOptions) -> pa.Table:
     positions = _positions(io, group, opts) if group.has_deletes else []
     if layout.mask is not None and pushdown is None:
         # A residual Arrow cannot run (or deletes): one filter with the deletes' mask, in Arrow
-        # kernels over the whole group rather than Python per batch.
+        # kernels over the whole group rather than Python per batch; on one chunk per column,
+        # as kernels pay per chunk (the residual's too).
+        out = _combine(out)
         selection = layout.mask(out)
         keep = _keep_mask(positions, counts) if group.has_deletes else None
         if keep is not None:
@@ -527,16 +529,44 @@ def _in_file(positions: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
 def _without(table: pa.Table, start: int, stop: int, deleted: list[np.ndarray[Any, Any]]) -> pa.Table:
     keep: np.ndarray[Any, Any] = np.ones(stop - start, dtype=np.bool_)
     keep[np.concatenate(deleted) - start] = False
-    # take by index: measured at three quarters of the time of Table.filter by the mask
-    return table.slice(start, stop - start).take(pa.array(np.flatnonzero(keep)))
+    return _filter(table.slice(start, stop - start), pa.array(keep))
 
 
 def _filter(table: pa.Table, selection: Any) -> pa.Table:
-    """``table.filter(selection)`` (a mask without nulls), a column at a time: measured 15% faster
-    than ``Table.filter`` on a group's table (one chunk per file)."""
+    """``table.filter(selection)`` (a boolean mask over the table's rows; null drops the row), a
+    column at a time, each column's chunks (one per file) concatenated first: Arrow's filter and
+    take pay per chunk, and a group's 2,000-row files make that dominate (measured on 256 files x
+    6 columns: 5.9 ms with 1% of the rows dropped, vs 7.7 ms for ``Table.take`` and 9.8 ms
+    filtering chunk by chunk; 2.7 vs 4.5 ms with 90% dropped)."""
+    if isinstance(selection, pa.ChunkedArray):
+        selection = selection.combine_chunks()
     if not table.num_columns:  # only a row count (from_arrays would lose it)
         return table.filter(selection)
-    return pa.Table.from_arrays([pc.filter(c, selection) for c in table.columns], schema=table.schema)
+    return pa.Table.from_arrays([_filter_column(c, selection) for c in table.columns], schema=table.schema)
+
+
+def _filter_column(column: pa.ChunkedArray, selection: pa.Array) -> Any:
+    return pc.filter(_combine_column(column), selection)
+
+
+def _concatenate(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks()
+
+
+def _combine(table: pa.Table) -> pa.Table:
+    """``table`` with each column in one chunk (where it fits in one)."""
+    if not table.num_columns or all(c.num_chunks <= 1 for c in table.columns):
+        return table
+    return pa.Table.from_arrays([_combine_column(c) for c in table.columns], schema=table.schema)
+
+
+def _combine_column(column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    if column.num_chunks <= 1:
+        return column
+    try:
+        return _concatenate(column)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return column  # e.g. more than 2 GiB of strings (offsets overflow): keep the chunks
 
 
 def _keep_mask(positions: list[np.ndarray[Any, Any]], counts: list[int]) -> pa.Array | None:
