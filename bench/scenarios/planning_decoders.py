@@ -12,8 +12,11 @@ once and all N manifests, with:
   block decoder a writer schema parsed once per schema text (``AvroFile.__iter__``);
 * ``icefloe compiled decoder``: the schema-compiled decoder (``AvroFile.tuples``), records as
   tuples;
+* ``icefloe selector``: the manifest list's selection pass alone (spec id, content, counts and
+  raw partition summaries per manifest; what a selective plan pays before decoding the few
+  manifests it keeps);
 * ``icefloe objects``: the compiled decoder plus building ``ManifestFile``/``ManifestEntry``
-  objects (what planning pays);
+  objects (what a full plan pays);
 * ``PyIceberg 0.12 (Cython decoder_fast)``: ``pyiceberg.manifest`` reading into its objects;
 * ``pyiceberg-core 0.10.1 (Rust)``: ``pyiceberg_core.manifest.read_manifest_list`` /
   ``read_manifest_entries`` on the bytes, run in the oracle venv (it is not one of our
@@ -84,7 +87,7 @@ def measure(base: str, rounds: int) -> dict[str, tuple[float | None, float | Non
     manifest_paths = sorted(glob.glob(base + "/bench-m*.avro"))
     lst = Path(list_path).read_bytes()
     mans = [Path(p).read_bytes() for p in manifest_paths]
-    manifest_files = _read(io.BytesIO(lst), list_path)
+    manifest_files = _read(io.BytesIO(lst), list_path).manifests()
     by_path = {m.manifest_path.removeprefix("file://"): m for m in manifest_files}
     files = [by_path[str(Path(p).resolve())] for p in manifest_paths]
 
@@ -104,8 +107,12 @@ def measure(base: str, rounds: int) -> dict[str, tuple[float | None, float | Non
             _best(lambda: list(AvroFile(io.BytesIO(lst), "l").tuples()), rounds),
             _best(lambda: [list(AvroFile(io.BytesIO(x), "m").tuples()) for x in mans], rounds),
         ),
+        "icefloe selector (the fields partition pruning reads, tuples; list only)": (
+            _best(lambda: _read(io.BytesIO(lst), list_path).rows, rounds),
+            None,
+        ),
         "icefloe objects (compiled decoder + ManifestFile/ManifestEntry)": (
-            _best(lambda: _read(io.BytesIO(lst), list_path), rounds),
+            _best(lambda: _read(io.BytesIO(lst), list_path).manifests(), rounds),
             _best(
                 lambda: [
                     list(_decode(AvroFile(io.BytesIO(x), "m"), mf, None, False))

@@ -505,6 +505,19 @@ class AvroFile:
             pos += _SYNC_SIZE
             yield (block if decompress is None else decompress(block)), count
 
+    def blocks(self) -> list[tuple[bytes, int]]:
+        """(decompressed bytes, record count) of every block, for decoders run by the caller
+        (which name this file in their errors too)."""
+        try:
+            if self._own_container:
+                return list(self._blocks())
+            blocks = fastavro.block_reader(io.BytesIO(self._data))
+            return [(b.bytes_.getvalue(), b.num_records) for b in blocks]
+        except Exception as e:
+            raise CorruptFileError.of(
+                self.location, self.file_kind, f"cannot decode an Avro block: {type(e).__name__}: {e}"
+            ) from e
+
     def tuples(self) -> Iterator[Any]:
         """The records decoded by the schema-compiled decoder (:mod:`icefloe.manifest._avro_decoder`):
         raw values, records as tuples in field order, int-keyed maps as dicts."""

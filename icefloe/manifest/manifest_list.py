@@ -24,6 +24,7 @@ import fastavro
 from icefloe.errors import CorruptFileError, FileIOError, IcefloeError, InvalidMetadataError, ValidationError
 from icefloe.io._decode import MANIFEST_LIST, decoding
 from icefloe.manifest._avro import AvroFile, collect_named, struct_to_avro
+from icefloe.manifest._avro_decoder import Decoder, NotCompilable, Pick, compile_decoder, compile_selector
 from icefloe.manifest._cache import LocationCache, file_size
 from icefloe.manifest._model import (
     UNASSIGNED_SEQ,
@@ -70,20 +71,46 @@ def _element_record(schema: Any, named: dict[str, Any]) -> dict[str, Any] | None
     return items if isinstance(items, dict) else None
 
 
+#: What planning decides on, per manifest, before anything else is decoded: field ids of the
+#: partition spec id, content, added and existing files counts, and partition summaries; and of
+#: the summary fields, in the order of the raw summary tuples (contains_null, contains_nan,
+#: lower_bound, upper_bound).
+_SELECTED = (502, 517, 504, 505, 507)
+_SUMMARY = (509, 518, 510, 511)
+
+
+class _ListPlan:
+    """Where the fields of one manifest-list Avro schema are (positions in the decoded tuples),
+    and what to pick for selection."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        top = _positions_by_id(schema)
+        for fid, what in ((500, "manifest_path"), (501, "manifest_length"), (502, "partition_spec_id")):
+            if fid not in top:
+                raise InvalidMetadataError(f"not a manifest list: no {what} ({fid}) field")
+        summary: dict[int, int] = {}
+        if 507 in top:
+            field = schema["fields"][top[507]]
+            record = _element_record(field["type"], collect_named(schema, {}))
+            if record is not None:
+                summary = _positions_by_id(record)
+        self.top, self.summary = top, summary
+        picks: list[Pick] = []
+        for fid in _SELECTED:
+            position = top.get(fid)
+            if position is None:
+                picks.append(None)
+            elif fid == 507:
+                picks.append((position, tuple(summary.get(s) for s in _SUMMARY)) if summary else None)
+            else:
+                picks.append((position, None))
+        #: None when summaries exist but are not records we know: selection then decodes fully.
+        self.picks: tuple[Pick, ...] | None = tuple(picks) if (507 not in top or summary) else None
+
+
 @lru_cache(maxsize=32)
-def _plan(schema_text: str) -> tuple[dict[int, int], dict[int, int]]:
-    schema = json.loads(schema_text)
-    top = _positions_by_id(schema)
-    for fid, what in ((500, "manifest_path"), (501, "manifest_length"), (502, "partition_spec_id")):
-        if fid not in top:
-            raise InvalidMetadataError(f"not a manifest list: no {what} ({fid}) field")
-    summary: dict[int, int] = {}
-    if 507 in top:
-        field = schema["fields"][top[507]]
-        record = _element_record(field["type"], collect_named(schema, {}))
-        if record is not None:
-            summary = _positions_by_id(record)
-    return top, summary
+def _plan(schema_text: str) -> _ListPlan:
+    return _ListPlan(json.loads(schema_text))
 
 
 #: Default bound of the process-wide cache of parsed manifest lists (see
@@ -91,36 +118,144 @@ def _plan(schema_text: str) -> tuple[dict[int, int], dict[int, int]]:
 #: tens of MB.
 MANIFEST_LIST_CACHE_ENTRIES = 64
 
+#: A manifest-list entry as selection sees it: (offset in its block, partition_spec_id, content
+#: as written (None in v1), added_files_count, existing_files_count, partition summaries as raw
+#: ``(contains_null, contains_nan, lower_bound, upper_bound)`` tuples or None).
+_Row = tuple[int, int, "int | None", "int | None", "int | None", "list[tuple[Any, Any, Any, Any]] | None"]
+
 
 class _Parsed:
-    """A decoded, validated manifest list: per manifest the positional arguments of
-    :func:`manifest_file` (partition summaries already built), and the ManifestFile objects,
-    built only when asked for. Planning a selective filter asks for a few of a thousand.
+    """A decoded manifest list. Read for planning, it holds per manifest the few fields
+    selection needs (``rows``, from every record); the rest of a record (and its validation) is
+    decoded only when its ManifestFile is asked for, so a selective plan decodes a few of a
+    thousand. Read in full (:func:`read_manifest_list`), every record is decoded at once and
+    ``rows`` are derived from the records when first asked for.
 
-    Shared through the cache by every thread: ``_objects`` slots are filled at most a few times
-    each (a race builds equal objects twice; either is kept), never changed otherwise.
+    Shared through the cache by every thread: the ``_args`` and ``_objects`` slots (and
+    ``_rows``) are filled at most a few times each (a race decodes equal values twice; either is
+    kept), never changed otherwise.
     """
 
-    __slots__ = ("_objects", "args")
+    __slots__ = (
+        "_args",
+        "_blocks",
+        "_decode",
+        "_first",
+        "_objects",
+        "_path",
+        "_plan",
+        "_rows",
+        "_schema_text",
+        "block_of",
+    )
 
-    def __init__(self, args: list[tuple[Any, ...]]) -> None:
-        self.args = args
-        self._objects: list[ManifestFile | None] = [None] * len(args)
+    def __init__(
+        self, blocks: list[tuple[bytes, int]], decode: Decoder, plan: _ListPlan, schema_text: str, path: str
+    ) -> None:
+        self._blocks, self._decode, self._plan, self._path = blocks, decode, plan, path
+        self._schema_text = schema_text
+        self._rows: list[_Row] | None = None
+        #: per entry, its block; per block, its first entry
+        self.block_of: list[int] = []
+        self._first: list[int] = []
+        for b, (_, count) in enumerate(blocks):
+            self._first.append(len(self.block_of))
+            self.block_of += [b] * count
+        self._args: list[tuple[Any, ...] | None] = [None] * len(self.block_of)
+        self._objects: list[ManifestFile | None] = [None] * len(self.block_of)
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    @property
+    def rows(self) -> list[_Row]:
+        """Per entry what selection needs: decoded by the selector from every record (unless the
+        list was read in full already, or its summaries are of a shape the selector cannot pick:
+        then taken from the fully decoded entries)."""
+        rows = self._rows
+        if rows is None:
+            selector = None
+            if self._plan.picks is not None and None in self._args:
+                # NotCompilable (summaries not an array of records): decode in full instead.
+                with contextlib.suppress(NotCompilable):
+                    selector = compile_selector(self._schema_text, self._plan.picks)
+            if selector is None:
+                self._fill(range(len(self._blocks)))
+                rows = [(0, a[2], int(a[3]), a[7], a[8], _raw(a[13])) for a in self._args]  # type: ignore[index]
+            else:
+                rows = []
+                try:
+                    for data, count in self._blocks:
+                        rows += selector(data, count)
+                except Exception as e:  # only the generated selector runs in here
+                    raise CorruptFileError.of(
+                        self._path, MANIFEST_LIST, f"cannot decode an Avro block: {type(e).__name__}: {e}"
+                    ) from e
+            self._rows = rows
+        return rows
+
+    def _decode_records(self, data: bytes, count: int) -> list[Any]:
+        try:
+            return self._decode(data, count)
+        except Exception as e:  # only damage gets here (the selector walked these bytes already)
+            raise CorruptFileError.of(
+                self._path, MANIFEST_LIST, f"cannot decode an Avro block: {type(e).__name__}: {e}"
+            ) from e
+
+    def _fill(self, blocks: Iterable[int]) -> None:
+        """Decode (and validate) every record of ``blocks`` whose arguments are missing."""
+        args = self._args
+        for b in blocks:
+            first = self._first[b]
+            data, count = self._blocks[b]
+            if None not in args[first : first + count]:
+                continue
+            for k, a in enumerate(_args_of(self._decode_records(data, count), self._plan, self._path)):
+                if args[first + k] is None:
+                    args[first + k] = a
+
+    def args(self, i: int) -> tuple[Any, ...]:
+        """The positional arguments of :func:`manifest_file` for entry ``i`` (validated)."""
+        a = self._args[i]
+        if a is None:
+            b = self.block_of[i]
+            rows = self._rows
+            if rows is None:
+                self._fill((b,))
+                return self._args[i]  # type: ignore[return-value]
+            data = self._blocks[b][0]
+            last = i + 1 == len(rows) or self.block_of[i + 1] != b
+            end = len(data) if last else rows[i + 1][0]
+            a = _args_of(self._decode_records(data[rows[i][0] : end], 1), self._plan, self._path)[0]
+            self._args[i] = a
+        return a
+
+    def selected(self, indices: list[int]) -> list[ManifestFile]:
+        """The ManifestFiles of entries ``indices``: a block of which at least a quarter is
+        asked for is decoded whole (a full plan keeps every manifest), others record by record."""
+        wanted: dict[int, int] = {}
+        for i in indices:
+            if self._objects[i] is None:
+                b = self.block_of[i]
+                wanted[b] = wanted.get(b, 0) + 1
+        self._fill(b for b, n in wanted.items() if 4 * n >= self._blocks[b][1])
+        return [self.manifest(i) for i in indices]
 
     def manifest(self, i: int) -> ManifestFile:
         m = self._objects[i]
         if m is None:
-            m = manifest_file(*self.args[i])
+            m = manifest_file(*self.args(i))
             self._objects[i] = m
         return m
 
     def manifests(self) -> list[ManifestFile]:
         objects = self._objects
         if None in objects:
-            args = self.args
+            self._fill(range(len(self._blocks)))
+            args = self._args
             for i, m in enumerate(objects):
                 if m is None:
-                    objects[i] = manifest_file(*args[i])
+                    objects[i] = manifest_file(*args[i])  # type: ignore[misc]
         return list(objects)  # type: ignore[arg-type]
 
 
@@ -151,7 +286,7 @@ def _parsed(io: FileIO, path: str, cache: bool) -> _Parsed:
 
 
 def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[ManifestFile]:
-    """The manifests of a snapshot, in list order.
+    """The manifests of a snapshot, in list order (every entry decoded and validated).
 
     The file is always opened once. With ``cache`` (the default) a list this process already
     parsed from a file of the same size at the same location is returned without decoding it
@@ -160,10 +295,13 @@ def read_manifest_list(io: FileIO, path: str, *, cache: bool = True) -> list[Man
     return _parsed(io, path, cache).manifests()
 
 
-#: ``keep(partition_spec_id, content, added_files_count, existing_files_count, partitions)``
-ManifestSelector = Callable[
-    [int, ManifestContent, "int | None", "int | None", "tuple[PartitionFieldSummary, ...] | None"], bool
-]
+#: ``keep(partition_spec_id, content, added_files_count, existing_files_count, partitions)``;
+#: ``partitions`` are raw summary tuples ``(contains_null, contains_nan, lower_bound,
+#: upper_bound)`` (what ``ManifestEvaluator.eval_summaries`` takes), or None.
+ManifestSelector = Callable[[int, ManifestContent, "int | None", "int | None", Any], bool]
+
+_SELECT_CONTENTS: dict[int | None, ManifestContent] = {None: ManifestContent.DATA}
+_SELECT_CONTENTS.update((c.value, c) for c in ManifestContent)
 
 
 def read_manifest_list_selected(
@@ -171,26 +309,54 @@ def read_manifest_list_selected(
 ) -> tuple[int, list[ManifestFile]]:
     """(number of manifests in the list, the manifests ``keep`` accepts, in list order).
 
-    The same as filtering :func:`read_manifest_list`'s result, but ManifestFile objects are built
-    only for the manifests kept: a selective scan plan keeps a few of thousands. The whole list is
-    still decoded and validated (a damaged entry raises whether or not it would be kept).
+    The same as filtering :func:`read_manifest_list`'s result, but only the fields ``keep``
+    takes are decoded for every manifest; the others, and ManifestFile objects, only for the
+    manifests kept (a selective scan plan keeps a few of thousands). Every record's bytes are
+    still walked and checked (a damaged block raises whether or not its manifests are kept), and
+    every kept manifest is validated as :func:`read_manifest_list` validates it.
     """
     parsed = _parsed(io, path, cache)
-    kept = []
-    for i, a in enumerate(parsed.args):
-        if keep(a[2], a[3], a[7], a[8], a[13]):
-            kept.append(parsed.manifest(i))
-    return len(parsed.args), kept
+    contents = _SELECT_CONTENTS
+    kept: list[int] = []
+    for i, (_, spec_id, content, added, existing, partitions) in enumerate(parsed.rows):
+        c = contents.get(content)
+        if c is None or spec_id < 0:
+            parsed.args(i)  # decoding it in full names what is wrong
+            raise CorruptFileError.of(path, MANIFEST_LIST, f"invalid entry {i}")
+        if keep(spec_id, c, added, existing, partitions):
+            kept.append(i)
+    return len(parsed), parsed.selected(kept)
 
 
 def _read(stream: IO[bytes], path: str) -> _Parsed:
+    """The list in ``stream``, its container and schema checked; its entries are decoded by
+    what is asked of it first: ``rows`` (selection) or every ManifestFile."""
     avro = AvroFile(stream, path, MANIFEST_LIST)
+    schema_text = avro.metadata["avro.schema"]
     try:
-        top, summary = _plan(avro.metadata["avro.schema"])
+        plan = _plan(schema_text)
     except InvalidMetadataError as e:
         raise CorruptFileError.of(path, MANIFEST_LIST, f"the file is {e.message}") from e
     except Exception as e:  # a schema that is JSON but not the shape of any Avro schema
         raise CorruptFileError.of(path, MANIFEST_LIST, f"not a manifest list: {type(e).__name__}: {e}") from e
+    try:
+        decode = compile_decoder(schema_text)
+    except Exception as e:  # a schema the generator cannot handle: not one any Iceberg writer makes
+        raise CorruptFileError.of(
+            path, MANIFEST_LIST, f"unsupported Avro schema: {type(e).__name__}: {e}"
+        ) from e
+    return _Parsed(avro.blocks(), decode, plan, schema_text, path)
+
+
+def _raw(parts: tuple[PartitionFieldSummary, ...] | None) -> list[tuple[Any, Any, Any, Any]] | None:
+    if parts is None:
+        return None
+    return [(p.contains_null, p.contains_nan, p.lower_bound, p.upper_bound) for p in parts]
+
+
+def _args_of(records: list[Any], plan: _ListPlan, path: str) -> list[tuple[Any, ...]]:
+    """The positional arguments of :func:`manifest_file` of decoded records, validated."""
+    top, summary = plan.top, plan.summary
     get = top.get
     n_path, n_length, n_spec = top[500], top[501], top[502]
     n_content, n_seq, n_min_seq = get(517), get(515), get(516)
@@ -205,9 +371,9 @@ def _read(stream: IO[bytes], path: str) -> _Parsed:
     data = ManifestContent.DATA
     out = []
     try:
-        for rec in avro.tuples():
-            # Positional arguments straight from the record: this loop runs once per manifest of
-            # the snapshot on every cold plan.
+        for rec in records:
+            # Positional arguments straight from the record: this loop runs once per manifest
+            # decoded in full.
             parts = rec[n_parts] if n_parts is not None else None
             if parts is None:
                 partitions = None
@@ -280,7 +446,7 @@ def _read(stream: IO[bytes], path: str) -> _Parsed:
         problem = _invalid(m)
         if problem:
             raise CorruptFileError.of(path, MANIFEST_LIST, f"manifest {m.manifest_path!r}: {problem}")
-    return _Parsed(out)
+    return out
 
 
 _COUNTS = (

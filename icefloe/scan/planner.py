@@ -36,7 +36,6 @@ from icefloe.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    PartitionFieldSummary,
     read_manifest,
 )
 from icefloe.manifest.manifest_list import read_manifest_list_selected
@@ -141,18 +140,18 @@ def plan_files(
         content: ManifestContent,
         added: int | None,
         existing: int | None,
-        partitions: tuple[PartitionFieldSummary, ...] | None,
+        partitions: list[tuple[Any, Any, Any, Any]] | None,
     ) -> bool:
         # A manifest holding only DELETED entries has no live file to read (None: unknown, v1).
         if added == 0 and existing == 0:
             return False
         test = summary_tests.get(spec_id)
         if test is None:
-            test = summary_tests[spec_id] = evaluators_for(spec_id).manifest_evaluator.eval_summaries
-        return test(partitions)
+            test = summary_tests[spec_id] = evaluators_for(spec_id).manifest_evaluator.raw_test
+        return partitions is None or test(partitions)
 
-    # Only the manifests that may match become ManifestFile objects (a selective plan keeps a few
-    # of thousands); the whole list is still decoded and validated.
+    # Only the manifests that may match are decoded in full and become ManifestFile objects (a
+    # selective plan keeps a few of thousands); every entry's bytes are still checked.
     total, kept = read_manifest_list_selected(io, snapshot.manifest_list, keep)
     stats.manifests_total = total
     stats.manifests_skipped = total - len(kept)

@@ -8,6 +8,7 @@ skipped without reading it.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,19 @@ from icefloe.expressions.visitors._visitor import BoundExpressionVisitor, visit
 from icefloe.expressions.visitors.projection import inclusive_projection
 from icefloe.expressions.visitors.rewrite_not import rewrite_not
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import DoubleType, FloatType, IcebergType
+from icefloe.spec.types import (
+    DateType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
+)
 from icefloe.spec.values import bound_decoder, from_bytes
 
 if TYPE_CHECKING:
@@ -33,16 +46,43 @@ _MIGHT_MATCH = True
 _CANNOT_MATCH = False
 
 
-_Summaries = tuple["PartitionFieldSummary", ...] | list["PartitionFieldSummary"]
-_Test = Callable[[_Summaries], bool]
+#: A summary as the compiled tests read it: (contains_null, contains_nan, lower_bound, upper_bound),
+#: what the manifest-list selection decodes without building PartitionFieldSummary objects.
+_Raw = tuple[Any, Any, Any, Any]
+_Summaries = (
+    tuple["PartitionFieldSummary", ...] | list["PartitionFieldSummary"] | list[_Raw] | tuple[_Raw, ...]
+)
+_Test = Callable[[Any], bool]
+_NULL, _NAN, _LOWER, _UPPER = 0, 1, 2, 3
+_INT32, _INT64 = struct.Struct("<i").unpack, struct.Struct("<q").unpack
+_FIXED_WIDTH: dict[type, tuple[int, Callable[[bytes], tuple[int]]]] = {
+    IntegerType: (4, _INT32),
+    DateType: (4, _INT32),
+    LongType: (8, _INT64),
+    TimeType: (8, _INT64),
+    TimestampType: (8, _INT64),
+    TimestamptzType: (8, _INT64),
+    TimestampNsType: (8, _INT64),
+    TimestamptzNsType: (8, _INT64),
+}
+
+
+def _raw(s: Any) -> _Raw:
+    """A summary (a PartitionFieldSummary or a raw tuple) as a raw tuple."""
+    if type(s) is tuple:
+        return s
+    return (s.contains_null, s.contains_nan, s.lower_bound, s.upper_bound)
 
 
 class ManifestEvaluator:
     """Evaluates a row filter against manifest partition summaries (thread-safe once built).
 
     The projected filter is compiled once into nested closures over partition-field positions,
-    so ``eval`` costs a few function calls per manifest instead of a visitor walk; bounds are
-    decoded once per summary and kept on it (see ``PartitionFieldSummary.decoded_bounds``).
+    so ``eval`` costs a few function calls per manifest instead of a visitor walk. The closures
+    take PartitionFieldSummary objects (whose decoded bounds are kept on them, see
+    ``PartitionFieldSummary.decoded_bounds``) or raw summary tuples ``(contains_null,
+    contains_nan, lower_bound, upper_bound)``, which planning decodes from a manifest list
+    without building objects.
     """
 
     def __init__(
@@ -54,6 +94,12 @@ class ManifestEvaluator:
         positions = {f.field_id: pos for pos, f in enumerate(struct.fields)}
         self._test: _Test = visit(self.partition_filter, _Compiler(positions))
 
+    @property
+    def raw_test(self) -> Callable[[Any], bool]:
+        """The compiled test on a manifest's raw summary tuples (a list, not None): what planning
+        calls once per manifest of a list."""
+        return self._test
+
     def eval(self, manifest_file: ManifestFile) -> bool:
         """False when no file in the manifest can contain a row matching the filter."""
         summaries = manifest_file.partitions
@@ -62,7 +108,9 @@ class ManifestEvaluator:
         return self._test(summaries)
 
     def eval_summaries(self, summaries: _Summaries | None) -> bool:
-        """:meth:`eval` on a manifest's ``partitions`` alone (before its ManifestFile is built)."""
+        """:meth:`eval` on a manifest's ``partitions`` alone (before its ManifestFile is built):
+        PartitionFieldSummary objects or raw ``(contains_null, contains_nan, lower_bound,
+        upper_bound)`` tuples."""
         if summaries is None:
             return _MIGHT_MATCH
         return self._test(summaries)
@@ -75,12 +123,12 @@ def _always(result: bool) -> _Test:
     return test
 
 
-def _all_null(s: PartitionFieldSummary, floating: bool) -> bool:
-    if not s.contains_null or s.lower_bound is not None:
+def _all_null(s: _Raw, floating: bool) -> bool:
+    if not s[_NULL] or s[_LOWER] is not None:
         return False
     if floating:
         # No bounds can also mean all NaN; only a recorded "no NaN" proves all null.
-        return s.contains_nan is not None and not s.contains_nan
+        return s[_NAN] is not None and not s[_NAN]
     return True
 
 
@@ -106,14 +154,25 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         if decode is None:
             decode = self._decoders[ref.field_id] = bound_decoder(field_type)
 
+        # Raw bounds of fixed-width integers (int, long, date, time, timestamps) are unpacked
+        # here; other widths (a promoted column's older bounds) and types go through ``decode``.
+        width, unpack = _FIXED_WIDTH.get(type(field_type), (-1, None))
+
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):
                 return _MIGHT_MATCH
             s = summaries[pos]
-            bounds = s.decoded_bounds(field_type, decode)
+            if type(s) is tuple:
+                lower, upper = s[_LOWER], s[_UPPER]
+                if lower is None or upper is None:
+                    # Bounds are absent exactly when every value is null or NaN.
+                    return lower is not None or upper is not None
+                if len(lower) == width and len(upper) == width:
+                    return check(unpack(lower)[0], unpack(upper)[0])  # type: ignore[misc]
+                return check(decode(field_type, lower), decode(field_type, upper))
+            bounds = s.decoded_bounds(field_type, decode)  # type: ignore[union-attr]
             if bounds is None:
-                # Bounds are absent exactly when every value is null or NaN.
-                return s.lower_bound is not None or s.upper_bound is not None
+                return s.lower_bound is not None or s.upper_bound is not None  # type: ignore[union-attr]
             return check(bounds[0], bounds[1])
 
         return test
@@ -143,7 +202,7 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         pos = self._positions[ref.field_id]
 
         def test(summaries: _Summaries) -> bool:
-            return pos >= len(summaries) or summaries[pos].contains_null
+            return pos >= len(summaries) or bool(_raw(summaries[pos])[_NULL])
 
         return test
 
@@ -152,7 +211,7 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         floating = isinstance(ref.field_type, FloatType | DoubleType)
 
         def test(summaries: _Summaries) -> bool:
-            return pos >= len(summaries) or not _all_null(summaries[pos], floating)
+            return pos >= len(summaries) or not _all_null(_raw(summaries[pos]), floating)
 
         return test
 
@@ -163,8 +222,8 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):
                 return _MIGHT_MATCH
-            s = summaries[pos]
-            if s.contains_nan is not None and not s.contains_nan:
+            s = _raw(summaries[pos])
+            if s[_NAN] is not None and not s[_NAN]:
                 return _CANNOT_MATCH
             return not _all_null(s, floating)
 
@@ -176,8 +235,8 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):
                 return _MIGHT_MATCH
-            s = summaries[pos]
-            all_nan = s.contains_nan is True and not s.contains_null and s.lower_bound is None
+            s = _raw(summaries[pos])
+            all_nan = s[_NAN] is True and not s[_NULL] and s[_LOWER] is None
             return not all_nan
 
         return test
@@ -220,11 +279,16 @@ class _Compiler(BoundExpressionVisitor[_Test]):
         def test(summaries: _Summaries) -> bool:
             if pos >= len(summaries):
                 return _MIGHT_MATCH
-            s = summaries[pos]
-            if s.contains_null:
+            s = _raw(summaries[pos])
+            if s[_NULL]:
                 return _MIGHT_MATCH  # nulls do not start with anything
-            bounds = s.decoded_bounds(field_type, from_bytes)
-            if bounds is not None and bounds[0].startswith(literal) and bounds[1].startswith(literal):
+            lower, upper = s[_LOWER], s[_UPPER]
+            if (
+                lower is not None
+                and upper is not None
+                and from_bytes(field_type, lower).startswith(literal)
+                and from_bytes(field_type, upper).startswith(literal)
+            ):
                 return _CANNOT_MATCH  # every value between two prefixed bounds has the prefix too
             return _MIGHT_MATCH
 
