@@ -12,16 +12,22 @@ every selected column without writing anything.
 Contenders:
 - write: the data source ``df.write.format("icefloe").mode("append").save(table)`` and
   ``icefloe.spark.write(df, table)``, whose native path lets Spark's Parquet writer write the
-  files (a fresh table each round, the driver commits one snapshot) vs ``df.write.parquet(dir)``
-  with snappy (Spark's default) and zstd (icefloe's default codec);
+  files (the driver commits one snapshot) vs ``df.write.parquet(dir)`` with snappy (Spark's
+  default) and zstd (icefloe's default codec). Each round appends to a new, empty table created
+  before the timer starts (what a write to an existing table pays: the write and its commit; the
+  raw contender's new directory is made by its write), whose schema is the DataFrame's: nullable
+  columns, as the raw writer writes them (a table with required columns adds a per-row null check
+  when the DataFrame's columns are nullable);
 - full scan: the data source ``spark.read.format("icefloe").load(table)`` and the fast path
   ``icefloe.spark.read(spark, table)`` vs ``spark.read.parquet(dir)``;
 - filtered scan with column projection (one month of ``l_shipdate``, 3 columns), same three.
 
-Besides wall time, the CPU time of this process and all its descendants (the Spark JVM and its
-Python workers, read from /proc; Linux only) is recorded per operation: on a machine shared with
-other jobs it tells the work done apart from the waiting. Results go to
-``bench/results/spark_io-<time>.json``; never timed inside the test suite.
+For the native write the time is also split into the Spark jobs it ran (their own duration, from
+Spark's status store) and the rest (driver-side Python, planning, commit), the split that stays
+meaningful on a loaded machine. Besides wall time, the CPU time of this process and all its
+descendants (the Spark JVM and its Python workers, read from /proc; Linux only) is recorded per
+operation: on a machine shared with other jobs it tells the work done apart from the waiting.
+Results go to ``bench/results/spark_io-<time>.json``; never timed inside the test suite.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe.cli.demo import _catalog_properties, _plain, _tpchgen
+from bench.data import DATA_DIR, lineitem_path
+from icefloe.cli.demo import _catalog_properties, _plain
 
 __all__ = ["main"]
 
@@ -77,6 +85,26 @@ def _tree_cpu() -> float:
 
 
 CPU: dict[str, list[float]] = {}
+#: per native write: (seconds inside Spark jobs, seconds outside them)
+SPLIT: list[tuple[float, float]] = []
+
+
+def _job_ids(spark: Any) -> set[int]:
+    jobs = spark._jsc.sc().statusStore().jobsList(None)
+    return {jobs.apply(i).jobId() for i in range(jobs.size())}
+
+
+def _job_seconds(spark: Any, before: set[int]) -> float:
+    """Summed duration of the Spark jobs that are not in ``before``."""
+    store = spark._jsc.sc().statusStore()
+    jobs = store.jobsList(None)
+    total = 0.0
+    for i in range(jobs.size()):
+        j = jobs.apply(i)
+        if j.jobId() in before or not j.completionTime().isDefined():
+            continue
+        total += (j.completionTime().get().getTime() - j.submissionTime().get().getTime()) / 1000
+    return total
 
 
 def _timed(fn: Callable[[], object], key: str = "") -> float:
@@ -96,7 +124,7 @@ def _noop(df: Any) -> None:
 class Bench:
     """Holds the session, the catalog and the per-round output locations."""
 
-    def __init__(self, spark: Any, workdir: Path, source: Any) -> None:
+    def __init__(self, spark: Any, workdir: Path, source: Any, data: Path) -> None:
         import icefloe.spark
 
         self.spark = spark
@@ -107,24 +135,30 @@ class Bench:
         if not self.catalog.namespace_exists("b"):
             self.catalog.create_namespace("b")
         self.round = 0
-        self.schema = _plain(pq.read_schema(workdir / "tpch" / "lineitem.parquet").empty_table()).schema
+        plain = _plain(pq.read_schema(data).empty_table()).schema
+        # the DataFrame's schema: spark.read.parquet makes every column nullable
+        self.schema = pa.schema([f.with_nullable(True) for f in plain])
 
-    # ---------------------------------------------------------------- writes
-    def write_icefloe(self) -> str:
-        name = f"b.lineitem_{self.round}"
+    def new_table(self, name: str) -> str:
+        """An empty table for one round's write, made before the write is timed."""
         if self.catalog.table_exists(name):
             self.catalog.drop_table(name, purge=True)
         self.catalog.create_table(name, schema=self.schema)
+        return name
+
+    # ---------------------------------------------------------------- writes
+    def write_icefloe(self, name: str) -> str:
         self.source.write.format("icefloe").option("catalog", CATALOG).mode("append").save(name)
         return name
 
-    def write_native(self) -> str:
+    def write_native(self, name: str) -> str:
         """``icefloe.spark.write``: Spark's Parquet writer, footers and commit on the driver."""
-        name = f"b.lineitem_native_{self.round}"
-        if self.catalog.table_exists(name):
-            self.catalog.drop_table(name, purge=True)
-        self.catalog.create_table(name, schema=self.schema)
+        before = _job_ids(self.spark)
+        t0 = time.perf_counter()
         self.spark_api.write(self.source, name, catalog=CATALOG, engine="native")
+        wall = time.perf_counter() - t0
+        jobs = _job_seconds(self.spark, before)
+        SPLIT.append((jobs, wall - jobs))
         return name
 
     def write_raw(self, compression: str = "snappy") -> str:
@@ -161,16 +195,18 @@ def _round(b: Bench, first_raw: bool) -> dict[str, float]:
     """One write of each contender, then the scans of what they wrote; ``first_raw`` flips the
     order within every pair."""
     tables: dict[str, str] = {}
+    ice = b.new_table(f"b.lineitem_{b.round}")
+    native = b.new_table(f"b.lineitem_native_{b.round}")
 
     def w_ice() -> None:
-        tables["ice"] = b.write_icefloe()
+        tables["ice"] = b.write_icefloe(ice)
 
     def w_raw() -> None:
         tables["raw"] = b.write_raw()
 
     writes: list[tuple[str, Callable[[], object]]] = [
         ("write.icefloe", w_ice),
-        ("write.icefloe_native", b.write_native),
+        ("write.icefloe_native", lambda: b.write_native(native)),
         ("write.raw", w_raw),
         ("write.raw_zstd", lambda: b.write_raw("zstd")),
     ]
@@ -195,17 +231,17 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
 
     if workdir.exists():
         shutil.rmtree(workdir)
-    (workdir / "tpch").mkdir(parents=True)
-    _tpchgen(workdir / "tpch", scale)
-    rows = pq.ParquetFile(workdir / "tpch" / "lineitem.parquet").metadata.num_rows
+    workdir.mkdir(parents=True)
+    data = lineitem_path(DATA_DIR, scale)  # generated once, cached under bench/.data
+    rows = pq.ParquetFile(data).metadata.num_rows
     spark = spark_session(master, "icefloe-bench", **catalog_conf(CATALOG, _catalog_properties(workdir)))
     import icefloe.spark
 
     icefloe.spark.register(spark)
     try:
-        source = spark.read.parquet(str(workdir / "tpch" / "lineitem.parquet")).cache()
+        source = spark.read.parquet(str(data)).cache()
         source.count()
-        b = Bench(spark, workdir, source)
+        b = Bench(spark, workdir, source, data)
         times: dict[str, list[float]] = {
             k: []
             for k in (
@@ -225,6 +261,7 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
         for r in range(repeat + 1):
             if r == 1:
                 CPU.clear()
+                SPLIT.clear()
             b.round = r
             measured = _round(b, first_raw=r % 2 == 1)
             status = "warm-up" if r == 0 else f"round {r}/{repeat}"
@@ -258,6 +295,12 @@ def run(scale: float, repeat: int, master: str, workdir: Path) -> dict[str, Any]
         "median_s": med,
         "cpu_s": dict(CPU),
         "median_cpu_s": {k: statistics.median(v) for k, v in CPU.items() if v},
+        "native_split_s": {
+            "spark_jobs": [j for j, _ in SPLIT],
+            "rest": [r for _, r in SPLIT],
+            "median_spark_jobs": statistics.median(j for j, _ in SPLIT) if SPLIT else None,
+            "median_rest": statistics.median(r for _, r in SPLIT) if SPLIT else None,
+        },
         "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "ratio_icefloe_over_raw": ratios,
     }
@@ -294,6 +337,12 @@ def _report(res: dict[str, Any]) -> str:
         lines.append(
             "  write CPU s (process tree): "
             + ", ".join(f"{k.split('.', 1)[1]}={v:.1f}" for k, v in sorted(cpu.items()))
+        )
+    split = res.get("native_split_s", {})
+    if split.get("median_spark_jobs") is not None:
+        lines.append(
+            f"  native write split (median): Spark jobs {split['median_spark_jobs']:.2f}s, "
+            f"the rest (driver, planning, commit) {split['median_rest']:.2f}s"
         )
     lines.append(f"  load average (1 min) at the end: {res.get('load_avg_1m')}")
     return "\n".join(lines)

@@ -39,6 +39,8 @@ _PAIRS = [
     ("scan_filtered", "scan_filtered.icefloe_fast", "scan_filtered.raw"),
     ("scan_filtered_source", "scan_filtered.icefloe_source", "scan_filtered.raw"),
 ]
+# measured and reported too (issue 12 part 5 asks >= 0.9x of it; not a declared target yet)
+_RUN_PAIRS = [*_PAIRS, ("write_native", "write.icefloe_native", "write.raw")]
 
 
 def _available() -> str | None:
@@ -68,7 +70,9 @@ def _java(ctx: Context) -> dict[str, Any] | str:
 def run(ctx: Context) -> list[CaseResult]:
     missing = _available()
     if missing:
-        return [skipped(SCENARIO, name, "Spark via icefloe vs raw Parquet", missing) for name, _, _ in _PAIRS]
+        return [
+            skipped(SCENARIO, name, "Spark via icefloe vs raw Parquet", missing) for name, _, _ in _RUN_PAIRS
+        ]
     spark_io = importlib.import_module("bench.spark_io")
     master = str(ctx.options.get("spark_master", "local[2]"))
     ctx.say("    icefloe on Spark (bench.spark_io) ...")
@@ -78,8 +82,8 @@ def run(ctx: Context) -> list[CaseResult]:
     java = _java(ctx)
     java_times: dict[str, list[float]] = java["times_s"] if isinstance(java, dict) else {}
     results: list[CaseResult] = []
-    for name, ice_key, raw_key in _PAIRS:
-        kind = name.split("_source")[0]
+    for name, ice_key, raw_key in _RUN_PAIRS:
+        kind = name.split("_source")[0].split("_native")[0]
         contenders = {"icefloe": times[ice_key], "spark_parquet": times[raw_key]}
         java_key, java_raw = f"{kind}.iceberg_java", f"{kind}.raw"
         if java_key in java_times:
@@ -89,6 +93,8 @@ def run(ctx: Context) -> list[CaseResult]:
         via = (
             "data source"
             if name.endswith("_source")
+            else "icefloe.spark.write, Spark's Parquet writer"
+            if name == "write_native"
             else "icefloe.spark.read"
             if "scan" in name
             else "format('icefloe')"
@@ -102,7 +108,14 @@ def run(ctx: Context) -> list[CaseResult]:
         )
         r.ratios = [
             ratio_entry(
-                Ratio(f"spark {name}: speed vs raw Parquet", "icefloe", "spark_parquet", "speed", ">=", 0.8),
+                Ratio(
+                    f"spark {name}: speed vs raw Parquet",
+                    "icefloe",
+                    "spark_parquet",
+                    "speed",
+                    ">=",
+                    0.9 if name == "write_native" else 0.8,  # issue 12 part 5 asks 0.9 of the write
+                ),
                 med,
             )
         ]

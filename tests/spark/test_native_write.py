@@ -141,6 +141,67 @@ def _pair(spark_catalog: Any, name: str, partition_by: list[str], **kw: Any) -> 
 def test_same_files_as_the_data_source(
     spark: Any, spark_catalog: Any, table_name: str, partition_by: list[str]
 ) -> None:
+    _check_same_files(spark, spark_catalog, table_name, partition_by)
+
+
+def test_the_column_projection_writes_the_same_files(
+    spark: Any, spark_catalog: Any, table_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the pass-through plan cannot be built, the Column projection writes the same files."""
+    monkeypatch.setattr(nw, "_passthrough", lambda df, target: None)
+    _check_same_files(spark, spark_catalog, table_name, ["s", "bucket(3, id)", "day(ts)", "st.c"])
+
+
+def test_a_flat_write_without_null_checks_projects_nothing(
+    spark: Any, spark_catalog: Any, table_name: str
+) -> None:
+    from icefloe.spark.write import write_requirements
+
+    flat = pa.schema([f for f in SCHEMA if f.name != "st"])
+    t = spark_catalog.create_table(table_name, flat)
+    data = _data(6).drop_columns(["st"])
+    plain = _df(spark, t, data)
+    # a plain DataFrame: the optimizer would drop the ids with the projection, so Columns it is
+    assert nw._passthrough(plain, to_spark_schema(t.schema(), with_field_ids=True)) is None
+    df = plain.cache()  # a cached one: the cached relation takes the projection's attributes
+    target = to_spark_schema(t.schema(), with_field_ids=True)
+    out = nw._prepare(df, t, write_requirements(t.metadata, None, None), None)
+    # Spark's writer takes the rows as they come: no projection copies them
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    assert "Project" not in plan, plan
+    # the DataFrame's own types and nullability, with the table's field ids
+    assert [(f.name, f.dataType, f.nullable) for f in out.schema.fields] == [
+        (f.name, f.dataType, f.nullable) for f in df.schema.fields
+    ]
+    assert [f.metadata for f in out.schema.fields] == [f.metadata for f in target.fields]
+    # and the files carry them (checked in every footer, else engine="native" would raise)
+    icefloe.spark.write(df, t.name, engine="native")
+    assert _native(_files(t))
+    assert _rows(t) == sorted((tuple(repr(v) for v in r.values()) for r in data.to_pylist()), key=str)
+    for f in _files(t):
+        ids = [int(x.metadata[b"PARQUET:field_id"]) for x in pq.read_schema(local_path(f.file_path))]
+        assert ids == [f.field_id for f in t.schema().fields]
+    df.unpersist()
+
+
+def test_the_pass_through_plan_puts_ids_on_nested_fields(
+    spark: Any, spark_catalog: Any, table_name: str
+) -> None:
+    t = spark_catalog.create_table(table_name, SCHEMA)
+    df = _df(spark, t, _data(6)).cache()
+    target = to_spark_schema(t.schema(), with_field_ids=True)
+    out = nw._passthrough(df, target)
+    assert out is not None and out.columns == [f.name for f in target.fields]
+    assert [f.metadata for f in out.schema.fields] == [f.metadata for f in target.fields]
+    assert out.schema["st"].dataType["c"].metadata == target["st"].dataType["c"].metadata
+    assert out.schema["st"].dataType["a"].nullable == df.schema["st"].dataType["a"].nullable
+    assert sorted(map(repr, out.collect())) == sorted(map(repr, df.collect()))
+    # anything the JVM refuses (here: a missing column) means the Column projection instead
+    assert nw._passthrough(df.drop("flag"), target) is None
+    df.unpersist()
+
+
+def _check_same_files(spark: Any, spark_catalog: Any, table_name: str, partition_by: list[str]) -> None:
     src, nat = _pair(spark_catalog, table_name, partition_by)
     data = _data()
     icefloe.spark.write(_df(spark, src, data), src.name, engine="source")
@@ -157,7 +218,9 @@ def test_same_files_as_the_data_source(
 def test_sort_order_is_honoured_in_every_file(spark: Any, spark_catalog: Any, table_name: str) -> None:
     t = spark_catalog.create_table(table_name, SCHEMA, partition_by=["truncate(50, i)"])
     t.replace_sort_order("id desc")
-    icefloe.spark.write(_df(spark, t, _data(40), partitions=3), t.name, engine="native")
+    df = _df(spark, t, _data(40), partitions=3).cache()  # cached: the pass-through plan, key and sort
+    icefloe.spark.write(df, t.name, engine="native")
+    df.unpersist()
     files = _files(t)
     assert _native(files)
     order_id = t.refresh().sort_order().order_id
