@@ -39,7 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as st
 
-from icefloe.errors import UnsupportedFeatureError, ValidationError
+from icefloe.errors import InvalidMetadataError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.spark._dml_runner import (
     KIND,
@@ -59,6 +59,7 @@ from icefloe.spark._dml_runner import (
     write_changes,
 )
 from icefloe.spark._metadata_columns import (
+    FILE_SIZE,
     KEY,
     ROW_POS,
     key_from_spark,
@@ -167,17 +168,66 @@ def _fast_path_problem(metadata: TableMetadata, tasks: Sequence[FileScanTask]) -
     return _location_problem(tasks)
 
 
+@dataclass(frozen=True)
+class Target:
+    """The target rows of a change (:func:`target_frame`)."""
+
+    frame: DataFrame
+    #: whether Spark's Parquet reader reads them (else icefloe's reader in Python workers)
+    fast: bool
+    #: ``KEY`` is a number (a long) naming the row's data file: number -> the file's
+    #: :func:`path_key`; None when ``KEY`` is the path as Spark spells it
+    ids: dict[int, str] | None
+
+    def file_key(self, table: Table, value: Any) -> str:
+        """The :func:`path_key` of a ``KEY`` value of these rows."""
+        if self.ids is None:
+            return key_from_spark(value)
+        key = self.ids.get(int(value))
+        if key is None:
+            raise _length_mismatch(table, repr(value))
+        return key
+
+
+def _length_mismatch(table: Table, key: str) -> InvalidMetadataError:
+    return InvalidMetadataError(
+        f"table {table.name}: rows were read from a data file ({key}: its length in bytes) that "
+        "matches no planned data file of the table's metadata; nothing was changed",
+        hint="a manifest entry's file_size_in_bytes differs from the length of its file: restore "
+        "the file or repair the table's metadata",
+        file_key=key,
+    )
+
+
+def _size_ids(tasks: Sequence[FileScanTask]) -> dict[int, str] | None:
+    """File length -> file key when no two of the planned files have the same length (the
+    length then names the file: a number to carry through the shuffles instead of the path)."""
+    out: dict[int, str] = {}
+    for t in tasks:
+        key = path_key(t.file.file_path)
+        size = int(t.file.file_size_in_bytes)
+        if out.setdefault(size, key) != key:
+            return None
+    return out
+
+
 def target_frame(
     spark: SparkSession,
     table: Table,
     metadata: TableMetadata,
     tasks: Sequence[FileScanTask],
     lineage: bool = False,
-) -> tuple[DataFrame, bool]:
+) -> Target:
     """The live rows of ``tasks``' files (current schema) with ``KEY`` and ``ROW_POS`` (and with
     ``lineage``, format v3, each row's ``_row_id`` and ``_last_updated_sequence_number`` as
-    ``LINEAGE_ROW_ID`` and ``LINEAGE_SEQ``), and whether Spark's Parquet reader reads them (else
-    icefloe's reader in Python workers, which also fills the inherited row lineage)."""
+    ``LINEAGE_ROW_ID`` and ``LINEAGE_SEQ``).
+
+    ``KEY`` names the row's data file with a number where it can (:class:`Target`): eight bytes
+    instead of a path of ~100 through the shuffles of every target row. icefloe's reader numbers
+    the files itself; Spark's Parquet reader gives each row its file's length in bytes
+    (``_metadata.file_size``), which names the file when the planned files' lengths are all
+    different (the table's metadata holds each length; a length no planned file has fails the
+    write task). Otherwise ``KEY`` is the path as Spark spells it."""
     from icefloe.spark.read import FIELD_ID_READ_CONF
 
     schema = metadata.schema()
@@ -185,7 +235,7 @@ def target_frame(
     full = st.StructType(
         [
             *data_schema.fields,
-            st.StructField(KEY, st.StringType(), False),
+            st.StructField(KEY, st.LongType(), False),
             st.StructField(ROW_POS, st.LongType(), False),
             *(
                 [
@@ -198,19 +248,45 @@ def target_frame(
         ]
     )
     if not tasks:
-        return spark.createDataFrame([], full), True
+        return Target(spark.createDataFrame([], full), True, {})
     columns = [F.col(_quoted(f.name)) for f in schema.fields]
     if not lineage and _fast_path_problem(metadata, tasks) is None:
         spark.conf.set(FIELD_ID_READ_CONF, "true")
-        df = parquet_rows(spark, to_spark_schema(schema, with_field_ids=True), tasks)
-        return df.select(*columns, KEY, ROW_POS), True
+        sizes = _size_ids(tasks)
+        read_schema = to_spark_schema(schema, with_field_ids=True)
+        df = parquet_rows(spark, read_schema, tasks, with_size=sizes is not None)
+        if sizes is None:
+            return Target(df.select(*columns, KEY, ROW_POS), True, None)
+        return Target(df.select(*columns, F.col(FILE_SIZE).alias(KEY), ROW_POS), True, sizes)
     from icefloe.spec.table_metadata import write_metadata_json
 
+    numbers: dict[str, int] = {}
+    for t in tasks:
+        numbers.setdefault(path_key(t.file.file_path), len(numbers))
     groups = [[t] for t in tasks]
-    job = ReadJob(write_metadata_json(metadata), dict(table.io.properties), groups, full.json(), lineage)
+    keys = tuple(numbers[path_key(t.file.file_path)] for t in tasks)
+    io_props = dict(table.io.properties)
+    job = ReadJob(write_metadata_json(metadata), io_props, groups, full.json(), lineage, keys)
     ids = spark.range(0, len(groups), 1, numPartitions=max(1, min(len(groups), 4 * _cores(spark))))
     with arrow_functions():
-        return ids.mapInArrow(functools.partial(read_tasks, job), full), False
+        df = ids.mapInArrow(functools.partial(read_tasks, job), full)
+    return Target(df, False, {n: key for key, n in numbers.items()})
+
+
+@contextlib.contextmanager
+def session_confs(spark: SparkSession, confs: Mapping[str, str]) -> Iterator[None]:
+    """``confs`` set on the session for the block, the earlier values restored after it."""
+    saved = {k: spark.conf.get(k, None) for k in confs}
+    try:
+        for k, v in confs.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
 
 
 @contextlib.contextmanager
@@ -273,6 +349,10 @@ class RowLevelChange:
 
     def dedupe_kept(self) -> bool:
         return False
+
+    def join_confs(self) -> dict[str, str]:
+        """Session settings for the statement's jobs (set around them, restored after)."""
+        return {}
 
     def group_rewrites(self) -> bool:
         """Copy-on-write: whether the rows of one target row's matches must be brought together
@@ -376,8 +456,10 @@ class RowLevelChange:
         rewritten: list[FileScanTask] = []
         # copy-on-write reads this frame only for the keys of the files to rewrite
         first_lineage = ctx.lineage and not copy_on_write
-        t, fast = target_frame(self.spark, table, table.metadata, tasks, first_lineage)
-        t = t.withColumn(T_MARK, F.lit(True)).alias(alias)
+        target = target_frame(self.spark, table, table.metadata, tasks, first_lineage)
+        fast = target.fast
+        written_from = target  # the frame whose rows reach the writers
+        t = target.frame.withColumn(T_MARK, F.lit(True)).alias(alias)
         if self.insert_only():
             out: DataFrame | None = self.changed_rows(ctx, t)
         elif not copy_on_write:
@@ -387,23 +469,33 @@ class RowLevelChange:
             if affected is None:
                 rewritten = list(tasks)
             else:
-                keys = {key_from_spark(r[0]) for r in affected.distinct().collect()}
+                with session_confs(self.spark, self.join_confs()):
+                    found = affected.distinct().collect()
+                keys = {target.file_key(table, r[0]) for r in found}
                 rewritten = [x for x in tasks if path_key(x.file.file_path) in keys]
             if rewritten or self._may_insert():
-                t2, _ = target_frame(self.spark, table, table.metadata, rewritten, ctx.lineage)
-                t2 = t2.withColumn(T_MARK, F.lit(True)).alias(alias)
+                written_from = target_frame(self.spark, table, table.metadata, rewritten, ctx.lineage)
+                t2 = written_from.frame.withColumn(T_MARK, F.lit(True)).alias(alias)
                 out = self.rewritten_rows(ctx, t2)
             else:
                 out = None
         write_id = str(uuid_mod.uuid4())
-        results = self._execute(ctx, out, tasks, copy_on_write, write_id) if out is not None else []
+        results: list[TaskResult] = []
+        if out is not None:
+            results = self._execute(ctx, out, tasks, copy_on_write, write_id, written_from.ids)
         return self._commit(ctx, results, rewritten, whole, prune, schema_change, write_id, planned, fast)
 
     def _may_insert(self) -> bool:
         return False
 
     def _execute(
-        self, ctx: _Context, out: DataFrame, tasks: Sequence[FileScanTask], copy_on_write: bool, write_id: str
+        self,
+        ctx: _Context,
+        out: DataFrame,
+        tasks: Sequence[FileScanTask],
+        copy_on_write: bool,
+        write_id: str,
+        ids: dict[int, str] | None = None,
     ) -> list[TaskResult]:
         from icefloe.spark.source import delete_job_files
         from icefloe.spec.table_metadata import write_metadata_json
@@ -431,12 +523,13 @@ class RowLevelChange:
             copy_on_write and self.dedupe_kept(),
             write_id,
             lineage=ctx.lineage,
+            ids=ids,
         )
         # merge-on-read: the rows of a data file meet in one task (one delete file per data
         # file, matches of a target row together); copy-on-write needs that only for some joins
         grouped = not copy_on_write or self.group_rewrites()
         distributed = out.repartition(self._distribution(ctx, out)) if grouped else out
-        if copy_on_write and not job.dedupe_kept:
+        if copy_on_write and not job.dedupe_kept and isinstance(out.schema[KEY].dataType, st.StringType):
             # the tasks need a row's file only to report a target row matched twice; the others
             # ship an empty key ("a target row") instead of their file's path: a copy-on-write
             # rewrite sends every row of the rewritten files through Arrow to Python
@@ -448,11 +541,17 @@ class RowLevelChange:
         try:
             with arrow_functions():
                 frame = distributed.mapInArrow(functools.partial(write_changes, job), result_schema)
-            rows = frame.collect()
+            with session_confs(self.spark, self.join_confs()):
+                rows = frame.collect()
         except BaseException:
             delete_job_files(ctx.metadata, write_id, ctx.table.io)
             raise
         results = task_results(rows)
+        unknown = next((r.unknown_file for r in results if r.unknown_file is not None), None)
+        if unknown is not None:
+            _discard(ctx, results)
+            delete_job_files(ctx.metadata, write_id, ctx.table.io)
+            raise _length_mismatch(ctx.table, unknown)
         duplicate = next((r.duplicate for r in results if r.duplicate is not None), None)
         if duplicate is not None:
             _discard(ctx, results)
@@ -480,7 +579,11 @@ class RowLevelChange:
         else:
             hashable = [F.col(_quoted(f.name)) for f in ctx.schema.fields if f.field_type.is_primitive]
             spread = F.hash(*hashable).cast("string") if hashable else F.lit("")
-        return F.coalesce(F.col(KEY), F.concat(F.lit("\1"), spread))
+        if isinstance(out.schema[KEY].dataType, st.StringType):
+            return F.coalesce(F.col(KEY), F.concat(F.lit("\1"), spread))
+        # a number names the file; new rows spread by a hash (one that equals a file's number
+        # only shares that file's task)
+        return F.coalesce(F.col(KEY), F.xxhash64(F.lit("\1"), spread))
 
     def _commit(
         self,

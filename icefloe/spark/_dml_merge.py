@@ -16,7 +16,8 @@ several source rows match fails the statement when there are MATCHED clauses.
 
 Pruning: without NOT MATCHED BY SOURCE clauses only target rows that can match are read: the ON
 condition's target-only conjuncts, and for each ``t.k = s.k`` the source's range of ``k`` (its
-values when there are few), computed by one aggregation of the source.
+values when there are few and they leave gaps in the range), computed by one aggregation of the
+source (and one more job for the few values).
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ _ACTIONS = {
 }
 _KINDS = {"update": KIND_UPDATE, "delete": KIND_DELETE, "insert": KIND_INSERT}
 _SMALL_KEY_SET = 64
+#: estimated source bytes per shuffle partition up to which the join may hash the source
+_HASH_SOURCE_BYTES = 96 * 1024 * 1024
+_LOCAL_MAP_THRESHOLD = "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold"
+_ADVISORY_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,23 @@ class MergeChange(RowLevelChange):
         return self.has_insert and not self._join_keys
 
     _join_keys = False
+    _source_rows: int | None = None  # counted with the source's key ranges
+
+    def join_confs(self) -> dict[str, str]:
+        """A small source (counted, estimated at most ``_HASH_SOURCE_BYTES`` a shuffle partition):
+        Spark's adaptive execution may join by hashing the shuffled source instead of sorting both
+        sides (its own check: every shuffled partition of the hashed side at most the advisory
+        partition size). The target, 6 times larger in the benchmark, is then never sorted."""
+        if self._source_rows is None:
+            return {}
+        width = _row_width(self.source.schema)
+        conf = self.spark.conf
+        partitions = int(conf.get("spark.sql.shuffle.partitions", "200") or 200)
+        if width is None or self._source_rows * width > _HASH_SOURCE_BYTES * max(1, partitions):
+            return {}
+        if str(conf.get(_LOCAL_MAP_THRESHOLD)).strip().lower() not in ("0", "0b"):
+            return {}  # the user's own setting
+        return {_LOCAL_MAP_THRESHOLD: str(conf.get(_ADVISORY_SIZE))}
 
     def prune(self, ctx: _Context) -> tuple[BooleanExpression, bool]:
         from icefloe.spark._conditions import analyze_condition
@@ -196,7 +218,7 @@ class MergeChange(RowLevelChange):
                 usable.append((k.target_column, expr))
         if not usable:
             return []
-        aggs: list[Column] = []
+        aggs: list[Column] = [F.count(F.lit(1)).alias("rows")]
         for i, (_, expr) in enumerate(usable):
             aggs += [
                 F.min(expr).alias(f"lo{i}"),
@@ -204,13 +226,14 @@ class MergeChange(RowLevelChange):
                 F.approx_count_distinct(expr).alias(f"n{i}"),
             ]
         row = self.source.agg(*aggs).collect()[0]
+        self._source_rows = int(row["rows"])
         out: list[BooleanExpression] = []
         for i, (column, expr) in enumerate(usable):
             lo, hi, n = row[f"lo{i}"], row[f"hi{i}"], row[f"n{i}"]
             if lo is None:
                 return [AlwaysFalse()]  # no source row has a key: no target row matches
             candidate: BooleanExpression = And(GreaterThanOrEqual(column, lo), LessThanOrEqual(column, hi))
-            if n is not None and n <= _SMALL_KEY_SET:
+            if n is not None and n <= _SMALL_KEY_SET and not _dense(lo, hi, n):
                 values = [
                     r[0]
                     for r in self.source.select(expr)
@@ -346,7 +369,7 @@ class MergeChange(RowLevelChange):
         rows = rows.withColumn(CLAUSE, index.otherwise(F.lit(0))).filter(F.col(CLAUSE) > 0)
         values = self._clause_values(ctx, t, s)
         cols = [
-            F.lit(None).cast("string").alias(KEY),
+            F.lit(None).cast("long").alias(KEY),
             F.lit(None).cast("long").alias(ROW_POS),
             F.lit(KIND_INSERT).cast("byte").alias(KIND),
             F.lit(False).alias(MATCHED),
@@ -366,6 +389,44 @@ class MergeChange(RowLevelChange):
                 F.lit(None).cast("long").alias(LINEAGE_SEQ),
             ]
         return rows.select(*cols)
+
+
+def _row_width(schema: st.StructType) -> int | None:
+    """Estimated bytes of a row in Spark's row format: a null bit set, 8 bytes a column, and
+    for strings and binary (and wide decimals) about 24 bytes more; None with nested types."""
+    atomic = (
+        st.BooleanType,
+        st.ByteType,
+        st.ShortType,
+        st.IntegerType,
+        st.DateType,
+        st.FloatType,
+        st.LongType,
+        st.DoubleType,
+        st.TimestampType,
+        st.TimestampNTZType,
+    )
+    total = 8
+    for f in schema.fields:
+        t = f.dataType
+        if isinstance(t, st.StringType | st.BinaryType):
+            total += 8 + 24
+        elif isinstance(t, st.DecimalType):
+            total += 8 if t.precision <= 18 else 8 + 16
+        elif isinstance(t, atomic):
+            total += 8
+        else:
+            return None
+    return total
+
+
+def _dense(lo: Any, hi: Any, n: int) -> bool:
+    """Whether the source holds (about) every integer from ``lo`` to ``hi``: its values then
+    prune no more than its range does, and are not fetched (a job saved). ``n`` is an
+    estimate; taken too high it only costs pruning, never a result."""
+    if isinstance(lo, bool) or not isinstance(lo, int) or not isinstance(hi, int):
+        return False
+    return hi - lo + 1 <= n
 
 
 def _same_family(t: Any, spark_type: st.DataType) -> bool:

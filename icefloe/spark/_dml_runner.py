@@ -3,7 +3,8 @@
 Every Spark task gets rows of one shape and turns them into files; it never decides what to
 change (the driver's plan did, :mod:`icefloe.spark._dml_exec`) and never commits::
 
-    rows: __icefloe_file_key (the target row's data file, null for a new row), __icefloe_pos,
+    rows: __icefloe_file_key (the target row's data file, null for a new row: a number the
+          write job maps to the file, or the path as Spark spells it), __icefloe_pos,
           __icefloe_kind (0 keep, 1 delete, 2 update, 3 insert), __icefloe_matched, table columns
           (format v3: then the row's _row_id and _last_updated_sequence_number, kept rows with
           both, updated rows with the _row_id only, new rows with neither: row lineage)
@@ -94,6 +95,8 @@ class WriteJob:
     target_file_size: int | None = None
     #: format v3: the rows carry LINEAGE_ROW_ID and LINEAGE_SEQ, written into the data files
     lineage: bool = False
+    #: the rows' file keys are numbers: number -> the key of ``files`` (None: Spark's paths)
+    ids: dict[int, str] | None = None
 
 
 @dataclass
@@ -109,43 +112,60 @@ class TaskResult:
     copied: int = 0
     #: (data file, position) of a target row that several source rows matched
     duplicate: tuple[str, int] | None = None
+    #: a row's file key that names no planned data file (the table's metadata disagrees with
+    #: the files: a data file's length differs from its manifest entry's)
+    unknown_file: str | None = None
 
 
 RESULT_FIELD = "payload"
 
 
-def _grouped(keys: pa.Array, positions: np.ndarray[Any, Any]) -> Iterator[tuple[str, np.ndarray[Any, Any]]]:
-    """(file key, positions) per distinct key of ``keys`` (no nulls)."""
+def _grouped(keys: pa.Array, positions: np.ndarray[Any, Any]) -> Iterator[tuple[Any, np.ndarray[Any, Any]]]:
+    """(file key, positions) per distinct key of ``keys`` (no nulls; numbers or paths)."""
     if len(keys) == 0:
         return
     encoded = pc.dictionary_encode(keys)
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     for i, key in enumerate(encoded.dictionary.to_pylist()):
-        yield str(key), positions[indices == i]
+        yield key, positions[indices == i]
 
 
 class _Positions:
     """Positions per data file, gathered from batches."""
 
     def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray[Any, Any]]] = {}
+        self.parts: dict[Any, list[np.ndarray[Any, Any]]] = {}
 
     def add(self, keys: pa.Array, positions: np.ndarray[Any, Any]) -> None:
         for key, pos in _grouped(keys, positions):
             self.parts.setdefault(key, []).append(pos)
 
-    def items(self) -> Iterator[tuple[str, np.ndarray[Any, Any]]]:
+    def items(self) -> Iterator[tuple[Any, np.ndarray[Any, Any]]]:
         for key, parts in self.parts.items():
             yield key, np.concatenate(parts)
 
 
-def _file(job: WriteJob, key: str) -> FileInfo:
-    """The planned data file of a row's ``KEY`` (the path as Spark spells it)."""
+class UnknownFile(Exception):
+    """A row's file key names no planned data file (reported by the task, raised as
+    InvalidMetadataError by the driver)."""
+
+    def __init__(self, key: Any) -> None:
+        super().__init__(f"a row came from {key!r}, which is not a planned data file of this change")
+        self.key = key
+
+
+def _file(job: WriteJob, key: Any) -> FileInfo:
+    """The planned data file of a row's ``KEY`` (a number of ``job.ids``, or the path as Spark
+    spells it)."""
     from icefloe.spark._metadata_columns import key_from_spark
 
-    info = job.files.get(key_from_spark(key))
+    if job.ids is not None:
+        path = job.ids.get(int(key))
+        info = job.files.get(path) if path is not None else None
+    else:
+        info = job.files.get(key_from_spark(str(key)))
     if info is None:
-        raise RuntimeError(f"a row came from {key!r}, which is not a planned data file of this change")
+        raise UnknownFile(key)
     return info
 
 
@@ -170,7 +190,7 @@ def write_changes(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
     result = TaskResult()
     deletes = _Positions()
     matched = _Positions()
-    kept_seen: dict[str, np.ndarray[Any, Any]] = {}
+    kept_seen: dict[Any, np.ndarray[Any, Any]] = {}
     task_uuid = f"{job.write_id}-{uuid_mod.uuid4().hex[:12]}"
 
     def rows() -> Iterator[pa.RecordBatch]:
@@ -227,6 +247,10 @@ def write_changes(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
             return
         if not job.copy_on_write:
             _write_deletes(io, metadata, job, deletes, result, task_uuid, written)
+    except UnknownFile as e:
+        _delete(io, written)
+        yield _result_batch(TaskResult(unknown_file=repr(e.key)))
+        return
     except BaseException:
         _delete(io, written)
         raise
@@ -235,7 +259,7 @@ def write_changes(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
 
 def _first_time(
     job: WriteJob,
-    seen: dict[str, np.ndarray[Any, Any]],
+    seen: dict[Any, np.ndarray[Any, Any]],
     keys: pa.Array,
     pos: np.ndarray[Any, Any],
     keep: np.ndarray[Any, Any],
@@ -250,7 +274,7 @@ def _first_time(
         rows = idx[indices == i]
         bitmap = seen.get(key)
         if bitmap is None:
-            bitmap = seen[key] = np.zeros(_file(job, str(key)).record_count + 1, dtype=np.bool_)
+            bitmap = seen[key] = np.zeros(_file(job, key).record_count + 1, dtype=np.bool_)
         p = pos[rows]
         # within the batch too: the first of equal positions wins
         _, first = np.unique(p, return_index=True)
@@ -366,11 +390,14 @@ class ReadJob:
     spark_schema_json: str
     #: format v3: append each row's _row_id and _last_updated_sequence_number (after the position)
     lineage: bool = False
+    #: per group: the number its rows carry as their file key
+    keys: tuple[int, ...] = ()
 
 
 def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The task body (``mapInArrow`` over ``spark.range(len(groups))``): the live rows of the
-    group ids it gets, in Spark's layout, with the file key and position of each."""
+    group ids it gets, in Spark's layout, with the file key (the group's number in ``job.keys``)
+    and position of each."""
     import json
 
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -379,7 +406,6 @@ def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     from icefloe.arrow.positions import read_with_positions
     from icefloe.arrow.spark_layout import to_spark_batch
     from icefloe.io import load_file_io
-    from icefloe.spark._metadata_columns import spark_spelling
     from icefloe.spec.table_metadata import read_metadata_json
 
     metadata = read_metadata_json(job.metadata_json)
@@ -396,8 +422,8 @@ def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
         read_schema = lineage_schema(metadata)
     for b in batches:
         for group_id in b.column(0).to_pylist():
+            key = job.keys[int(group_id)]
             for task in job.groups[int(group_id)]:
-                key = spark_spelling(task.file.file_path)
                 for batch, positions in read_with_positions(
                     io, task, read_schema, schema, name_mapping=name_mapping, apply_residual=False
                 ):
@@ -407,7 +433,7 @@ def read_tasks(job: ReadJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
                         batch = batch.select(list(range(n_data)))
                     data = to_spark_batch(batch, schema, data_target)
                     extra = [
-                        pa.array([key], pa.string()).take(np.zeros(n, dtype=np.int64)),
+                        pa.array(np.full(n, key, dtype=np.int64)),
                         pa.array(positions, pa.int64()),
                         *lineage,
                     ]

@@ -189,14 +189,17 @@ def metadata_path_key(column: Column) -> Column:
 
 KEY = "__icefloe_file_key"
 ROW_POS = "__icefloe_pos"
+FILE_SIZE = "__icefloe_file_size"
 
 
-def parquet_rows(spark: SparkSession, read_schema: st.StructType, tasks: Sequence[FileScanTask]) -> DataFrame:
+def parquet_rows(
+    spark: SparkSession, read_schema: st.StructType, tasks: Sequence[FileScanTask], with_size: bool = False
+) -> DataFrame:
     """The live rows of ``tasks``' data files read by Spark's Parquet reader (``read_schema``
     with field ids), with the file as Spark spells it (``KEY``; :func:`key_from_spark` gives its
-    key) and the position (``ROW_POS``) of each; position delete files are applied by an
-    anti-join. Equality deletes are not supported here (the caller checks:
-    :func:`parquet_deletes_supported`).
+    key) and the position (``ROW_POS``) of each (and with ``with_size`` the file's length in
+    bytes, ``FILE_SIZE``); position delete files are applied by an anti-join. Equality deletes
+    are not supported here (the caller checks: :func:`parquet_deletes_supported`).
 
     The canonical key costs a URL decoding and a regular expression per row, so the anti-join
     matches on the position first and compares keys only for rows whose position some delete
@@ -205,7 +208,10 @@ def parquet_rows(spark: SparkSession, read_schema: st.StructType, tasks: Sequenc
 
     paths = list(dict.fromkeys(t.file.file_path for t in tasks))
     df = spark.read.schema(read_schema).parquet(*paths)
-    df = df.select("*", F.col("_metadata.file_path").alias(KEY), F.col("_metadata.row_index").alias(ROW_POS))
+    extra = [F.col("_metadata.file_size").alias(FILE_SIZE)] if with_size else []
+    df = df.select(
+        "*", F.col("_metadata.file_path").alias(KEY), F.col("_metadata.row_index").alias(ROW_POS), *extra
+    )
     delete_paths = sorted(
         {d.file_path for t in tasks for d in t.delete_files if d.content == DataFileContent.POSITION_DELETES}
     )
