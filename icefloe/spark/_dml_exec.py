@@ -67,6 +67,7 @@ from icefloe.spark._metadata_columns import (
     parquet_rows,
     path_key,
 )
+from icefloe.spark.session import session_confs
 from icefloe.spark.types import to_spark_schema, to_spark_type
 from icefloe.spec.properties import COPY_ON_WRITE
 
@@ -271,22 +272,6 @@ def target_frame(
     with arrow_functions():
         df = ids.mapInArrow(functools.partial(read_tasks, job), full)
     return Target(df, False, {n: key for key, n in numbers.items()})
-
-
-@contextlib.contextmanager
-def session_confs(spark: SparkSession, confs: Mapping[str, str]) -> Iterator[None]:
-    """``confs`` set on the session for the block, the earlier values restored after it."""
-    saved = {k: spark.conf.get(k, None) for k in confs}
-    try:
-        for k, v in confs.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, old in saved.items():
-            if old is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, old)
 
 
 @contextlib.contextmanager

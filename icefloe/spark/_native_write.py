@@ -70,7 +70,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid as uuid_mod
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
@@ -82,6 +82,7 @@ import pyarrow.parquet as pq
 from icefloe.arrow.metrics import MetricsConfig, parquet_leaf_field_ids, row_group_start
 from icefloe.errors import CommitStateUnknownError, IcefloeError, SchemaMismatchError
 from icefloe.manifest import DataFile, DataFileContent, FileFormat
+from icefloe.spark.session import session_confs
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -523,21 +524,6 @@ def delete_staging(spark: SparkSession, staging: str) -> None:
         fs.delete(root, True)
 
 
-@contextlib.contextmanager
-def _write_confs(spark: SparkSession) -> Iterator[None]:
-    saved = {k: spark.conf.get(k, None) for k in _CONFS}
-    try:
-        for k, v in _CONFS.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, old in saved.items():
-            if old is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, old)
-
-
 # --------------------------------------------------------------------------- the write
 
 
@@ -725,7 +711,7 @@ def write_native(
     if partitioned:
         w = w.partitionBy(KEY_COLUMN)
     try:
-        with _write_confs(spark):
+        with session_confs(spark, _CONFS):
             try:
                 w.parquet(staging)
             except Exception as e:

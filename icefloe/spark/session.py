@@ -4,14 +4,16 @@ icefloe catalog for the data source."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["catalog_conf", "spark_session"]
+__all__ = ["catalog_conf", "session_confs", "spark_session"]
 
 _LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -62,3 +64,20 @@ def spark_session(master: str = "local[2]", app_name: str = "icefloe-demo", **co
 def catalog_conf(name: str, props: dict[str, str]) -> dict[str, str]:
     """Spark conf entries that define icefloe catalog ``name`` for the data source."""
     return {f"spark.icefloe.catalog.{name}.{k}": v for k, v in props.items()}
+
+
+@contextlib.contextmanager
+def session_confs(spark: Any, confs: Mapping[str, str]) -> Iterator[None]:
+    """``confs`` set on ``spark``'s session conf for the block, the earlier values (or their
+    absence) restored after it, also when the block raises."""
+    saved = {k: spark.conf.get(k, None) for k in confs}
+    try:
+        for k, v in confs.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
