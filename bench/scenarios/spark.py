@@ -39,7 +39,7 @@ _PAIRS = [
     ("scan_filtered", "scan_filtered.icefloe_fast", "scan_filtered.raw"),
     ("scan_filtered_source", "scan_filtered.icefloe_source", "scan_filtered.raw"),
 ]
-# measured and reported too (issue 12 part 5 asks >= 0.9x of it; not a declared target yet)
+# icefloe.spark.write's native path (issue 12 part 5 asks >= 0.9x of the raw write)
 _RUN_PAIRS = [*_PAIRS, ("write_native", "write.icefloe_native", "write.raw")]
 
 
@@ -200,12 +200,13 @@ _SPARK_TEXT = {
     "scan_full_source": "Spark full scan (Python data source) vs spark.read.parquet",
     "scan_filtered": "Spark filtered scan (icefloe.spark.read) vs spark.read.parquet",
     "scan_filtered_source": "Spark filtered scan (Python data source) vs spark.read.parquet",
+    "write_native": "Spark write (icefloe.spark.write, Spark's Parquet writer) vs raw df.write.parquet",
 }
 
 
 def _targets() -> list[Target]:
     out = []
-    for name, _, _ in _PAIRS:
+    for name, _, _ in _RUN_PAIRS:
         out.append(
             ratio_target(
                 f"spark.{name}.vs-raw",
@@ -213,10 +214,10 @@ def _targets() -> list[Target]:
                 f"spark {name}: speed vs raw Parquet",
                 _SPARK_TEXT[name],
                 ">=",
-                0.8,
+                0.9 if name == "write_native" else 0.8,
             )
         )
-    for name, _, _ in _PAIRS:
+    for name, _, _ in _RUN_PAIRS:
         out.append(
             ratio_target(
                 f"spark.{name}.vs-java",
