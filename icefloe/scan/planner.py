@@ -98,6 +98,60 @@ def _live(entries: Iterable[ManifestEntry]) -> Iterator[ManifestEntry]:
     return (e for e in entries if e.status != ManifestEntryStatus.DELETED)
 
 
+class SpecEvaluators:
+    """The :class:`_SpecEvaluators` of each partition spec of a planning run, built on first use
+    (the local planner and the distributed one share them)."""
+
+    def __init__(
+        self, metadata: TableMetadata, schema: Schema, row_filter: BooleanExpression, case_sensitive: bool
+    ) -> None:
+        self._metadata = metadata
+        self._schema = schema
+        self._row_filter = row_filter
+        self._case_sensitive = case_sensitive
+        self._by_spec: dict[int, _SpecEvaluators] = {}
+
+    def of(self, spec_id: int) -> _SpecEvaluators:
+        ev = self._by_spec.get(spec_id)
+        if ev is None:
+            spec = self._metadata.spec_by_id(spec_id)
+            ev = _SpecEvaluators(self._schema, spec, self._row_filter, self._case_sensitive)
+            self._by_spec[spec_id] = ev
+        return ev
+
+
+def select_manifests(
+    io: FileIO, snapshot: Snapshot, evaluators: SpecEvaluators, stats: PlanningStats
+) -> list[ManifestFile]:
+    """The snapshot's manifests that may hold matching live files: data manifests first, then
+    delete manifests, each in manifest-list order. Only these are decoded in full and become
+    ManifestFile objects (a selective plan keeps a few of thousands); every entry's bytes are
+    still checked. Sets ``stats.manifests_total`` and ``stats.manifests_skipped``."""
+    summary_tests: dict[int, Callable[[Any], bool]] = {}
+
+    def keep(
+        spec_id: int,
+        content: ManifestContent,
+        added: int | None,
+        existing: int | None,
+        partitions: list[tuple[Any, Any, Any, Any]] | None,
+    ) -> bool:
+        # A manifest holding only DELETED entries has no live file to read (None: unknown, v1).
+        if added == 0 and existing == 0:
+            return False
+        test = summary_tests.get(spec_id)
+        if test is None:
+            test = summary_tests[spec_id] = evaluators.of(spec_id).manifest_evaluator.raw_test
+        return partitions is None or test(partitions)
+
+    total, kept = read_manifest_list_selected(io, snapshot.manifest_list, keep)
+    stats.manifests_total = total
+    stats.manifests_skipped = total - len(kept)
+    surviving: list[ManifestFile] = [m for m in kept if m.content == ManifestContent.DATA]
+    surviving += [m for m in kept if m.content == ManifestContent.DELETES]
+    return surviving
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -125,44 +179,13 @@ def plan_files(
     row_filter = bind(schema, row_filter, case_sensitive)
     metrics_evaluator = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive)
 
-    evaluators: dict[int, _SpecEvaluators] = {}
-    summary_tests: dict[int, Callable[[Any], bool]] = {}
-
-    def evaluators_for(spec_id: int) -> _SpecEvaluators:
-        ev = evaluators.get(spec_id)
-        if ev is None:
-            ev = _SpecEvaluators(schema, metadata.spec_by_id(spec_id), row_filter, case_sensitive)
-            evaluators[spec_id] = ev
-        return ev
-
-    def keep(
-        spec_id: int,
-        content: ManifestContent,
-        added: int | None,
-        existing: int | None,
-        partitions: list[tuple[Any, Any, Any, Any]] | None,
-    ) -> bool:
-        # A manifest holding only DELETED entries has no live file to read (None: unknown, v1).
-        if added == 0 and existing == 0:
-            return False
-        test = summary_tests.get(spec_id)
-        if test is None:
-            test = summary_tests[spec_id] = evaluators_for(spec_id).manifest_evaluator.raw_test
-        return partitions is None or test(partitions)
-
-    # Only the manifests that may match are decoded in full and become ManifestFile objects (a
-    # selective plan keeps a few of thousands); every entry's bytes are still checked.
-    total, kept = read_manifest_list_selected(io, snapshot.manifest_list, keep)
-    stats.manifests_total = total
-    stats.manifests_skipped = total - len(kept)
-    # Data manifests first, then delete manifests, each in list order.
-    surviving: list[ManifestFile] = [m for m in kept if m.content == ManifestContent.DATA]
-    surviving += [m for m in kept if m.content == ManifestContent.DELETES]
+    evaluators = SpecEvaluators(metadata, schema, row_filter, case_sensitive)
+    surviving = select_manifests(io, snapshot, evaluators, stats)
 
     stats_lock = threading.Lock()
 
     def plan_manifest(m: ManifestFile) -> list[tuple[int, FileScanTask]]:
-        ev = evaluators[m.partition_spec_id]
+        ev = evaluators.of(m.partition_spec_id)
         tasks: list[tuple[int, FileScanTask]] = []
         scanned = by_partition = by_metrics = 0
         for entry in _live(read_manifest(io, m)):
@@ -186,7 +209,7 @@ def plan_files(
         return tasks
 
     def read_deletes(m: ManifestFile) -> list[ManifestEntry]:
-        ev = evaluators[m.partition_spec_id]
+        ev = evaluators.of(m.partition_spec_id)
         return [
             e
             for e in _live(read_manifest(io, m))

@@ -53,10 +53,9 @@ from icefloe.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     read_manifest,
-    read_manifest_list,
 )
 from icefloe.scan.delete_index import DeleteFileIndex
-from icefloe.scan.planner import PlanningStats, plan_files
+from icefloe.scan.planner import PlanningStats, SpecEvaluators, plan_files, select_manifests
 from icefloe.scan.task import FileScanTask
 from icefloe.spec.properties import (
     DATA_PLANNING_MODE,
@@ -195,28 +194,14 @@ def prune_manifests(
     stats: PlanningStats,
 ) -> _Pruned:
     """The snapshot's data and delete manifests that may hold matching live files, in manifest
-    list order (plan_files's first step: it opens only the manifest list)."""
+    list order: plan_files's own first step (:func:`icefloe.scan.planner.select_manifests`, which
+    opens only the manifest list)."""
     bound = bind(schema, row_filter, case_sensitive)
-    manifests = read_manifest_list(io, snapshot.manifest_list)
-    stats.manifests_total = len(manifests)
-    evaluators: dict[int, ManifestEvaluator] = {}
-    out = _Pruned([], [])
-    for content, into in ((ManifestContent.DATA, out.data), (ManifestContent.DELETES, out.deletes)):
-        for m in manifests:
-            if m.content != content:
-                continue
-            ev = evaluators.get(m.partition_spec_id)
-            if ev is None:
-                ev = ManifestEvaluator(
-                    metadata.spec_by_id(m.partition_spec_id), schema, bound, case_sensitive
-                )
-                evaluators[m.partition_spec_id] = ev
-            # A manifest holding only DELETED entries has no live file to read.
-            if (m.has_added_files() or m.has_existing_files()) and ev.eval(m):
-                into.append(m)
-            else:
-                stats.manifests_skipped += 1
-    return out
+    kept = select_manifests(io, snapshot, SpecEvaluators(metadata, schema, bound, case_sensitive), stats)
+    return _Pruned(
+        [m for m in kept if m.content == ManifestContent.DATA],
+        [m for m in kept if m.content == ManifestContent.DELETES],
+    )
 
 
 # --------------------------------------------------------------------------- one group of manifests
