@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from icefloe.errors import ConfigError
+from icefloe.errors import ConfigError, IcefloeError
 
 __all__ = [
     "IO_IMPL",
@@ -27,6 +27,7 @@ __all__ = [
     "InputFile",
     "OutputFile",
     "SupportsPrefixListing",
+    "is_local",
     "load_file_io",
 ]
 
@@ -112,6 +113,26 @@ def _scheme(location: str | None) -> str:
     scheme = urlsplit(location).scheme.lower()
     # A one-letter "scheme" is a Windows drive letter, not a URI scheme.
     return "" if len(scheme) == 1 else scheme
+
+
+def is_local(io: FileIO, location: str) -> bool:
+    """Whether ``io`` reads ``location`` from a local disk, where opening and reading a small file
+    costs microseconds: callers then read metadata files one after another on their own thread
+    (a thread pool only adds hand-offs and GIL contention) instead of overlapping round trips."""
+    from icefloe.io.local import LocalFileIO
+
+    if isinstance(io, LocalFileIO):
+        return True
+    from icefloe.io.arrow import ArrowFileIO
+
+    if isinstance(io, ArrowFileIO):
+        import pyarrow.fs as pafs
+
+        try:
+            return isinstance(io.resolve(location)[0], pafs.LocalFileSystem)
+        except (IcefloeError, OSError, ValueError):  # a location it cannot resolve: not known local
+            return False
+    return False
 
 
 def load_file_io(properties: Mapping[str, str] | None = None, location: str | None = None) -> FileIO:

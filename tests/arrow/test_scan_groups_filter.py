@@ -1,14 +1,13 @@
-"""Filtering a group's table (icefloe.arrow._scan_groups._filter / _combine): columns are
-concatenated into one chunk before Arrow's filter (which pays per chunk); the result must be
-``Table.filter``'s, whatever the chunk layout, the column types, nulls in the mask or columns
-that cannot be concatenated."""
+"""Filtering a group's table (icefloe.arrow._scan_groups._filter): the mask is cut to each
+column's chunks and Arrow filters chunk by chunk; the result must be ``Table.filter``'s, whatever
+the chunk layout of the columns (alike or not) and of the mask, the column types and nulls in
+the mask."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,43 +46,38 @@ def _tables(draw: Any) -> tuple[pa.Table, list[bool | None]]:
     return table, mask
 
 
-@settings(max_examples=60, deadline=None)
-@given(_tables(), st.booleans(), st.booleans())
+@settings(max_examples=80, deadline=None)
+@given(_tables(), st.sampled_from(["flat", "halves", "aligned"]), st.booleans())
 def test_filter_matches_table_filter(
-    case: tuple[pa.Table, list[bool | None]], chunked: bool, combine: bool
+    case: tuple[pa.Table, list[bool | None]], mask_layout: str, one_chunk_column: bool
 ) -> None:
     table, mask = case
     selection: Any = pa.array(mask, pa.bool_())
-    if chunked and len(mask) > 1:  # a mask chunked differently from the columns
+    if mask_layout == "halves" and len(mask) > 1:  # a mask chunked differently from the columns
         half = len(mask) // 2
         selection = pa.chunked_array([selection.slice(0, half), selection.slice(half)])
-    if combine:
-        table = groups._combine(table)
-        assert all(c.num_chunks <= 1 for c in table.columns)
+    elif mask_layout == "aligned":  # chunked as the columns (a mask computed from them)
+        lengths = [len(c) for c in table.column(0).chunks]
+        offsets = [sum(lengths[:i]) for i in range(len(lengths))]
+        selection = pa.chunked_array(
+            [selection.slice(o, n) for o, n in zip(offsets, lengths, strict=True)], pa.bool_()
+        )
+    if one_chunk_column:  # e.g. a column missing from the files, made as one chunk of nulls
+        table = table.set_column(0, table.field(0), pa.chunked_array([table.column(0).combine_chunks()]))
     out = groups._filter(table, selection)
     expected = table.filter(selection)  # drops the rows whose mask is null, as _filter does
     assert out.schema == table.schema
     assert out.to_pylist() == expected.to_pylist()
+    # Nothing concatenated: each chunk that keeps rows stays a chunk of its own.
+    for before, after in zip(table.columns, out.columns, strict=True):
+        keeping, offset = 0, 0
+        for chunk in before.chunks:
+            keeping += any(m is True for m in mask[offset : offset + len(chunk)])
+            offset += len(chunk)
+        assert after.num_chunks == keeping or (keeping == 0 and after.num_chunks <= 1)
 
 
 def test_filter_keeps_the_row_count_of_a_table_without_columns() -> None:
     table = pa.table({"x": [1, 2, 3, 4]}).select([])
     out = groups._filter(table, pa.array([True, False, True, None]))
     assert out.num_rows == 2 and out.num_columns == 0
-
-
-def test_columns_that_do_not_concatenate_are_filtered_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """More than 2 GiB of strings cannot be one chunk (32-bit offsets): Arrow raises ArrowInvalid,
-    and the column is filtered as it is (simulated: building such a column takes 2 GiB)."""
-
-    def overflow(column: pa.ChunkedArray) -> pa.Array:
-        raise pa.ArrowInvalid("offset overflow while concatenating arrays")
-
-    monkeypatch.setattr(groups, "_concatenate", overflow)
-    table = pa.Table.from_batches(
-        [pa.RecordBatch.from_pylist([_row(k + 10 * b) for k in range(10)], schema=_SCHEMA) for b in range(3)]
-    )
-    mask = pa.array([k % 3 != 1 for k in range(30)])
-    combined = groups._combine(table)
-    assert [c.num_chunks for c in combined.columns] == [3] * len(_SCHEMA)
-    assert groups._filter(table, mask).to_pylist() == table.filter(mask).to_pylist()
