@@ -12,7 +12,9 @@ with its *own* partition spec, so tables whose spec evolved plan correctly.
 Delete manifests are pruned the same way (partition summaries, then partition tuples); their live
 entries build a :class:`~icefloe.scan.delete_index.DeleteFileIndex`, which attaches to each task
 the delete files that apply to its data file (by the data file's data sequence number).
-Data and delete manifests are read by the same worker pool.
+Data and delete manifests are read by the same worker pool, except from a local disk
+(:func:`icefloe.io.is_local`), where they are read on the calling thread: there opening a
+manifest costs microseconds and decoding holds the GIL, so threads would only add hand-offs.
 """
 
 from __future__ import annotations
