@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         help="size of the stream-memory and spark-memory table, MiB of Arrow data (default 256; "
         "spark-memory: 5120 is 10x its 512m driver heap)",
     )
+    p.add_argument(
+        "--small-files-appends",
+        type=int,
+        default=300,
+        help="small-files: appends of four 2,000-row files each (default 300: 1,200 files)",
+    )
     p.add_argument("--no-chart", action="store_true", help="skip the PNG")
     p.add_argument(
         "--scoreboard",
@@ -151,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--repeat and --planning-manifests must be >= 1, --warmup >= 0, --scale > 0")
     if args.memory_mib < 1:
         p.error("--memory-mib must be >= 1")
+    if args.small_files_appends < 1:
+        p.error("--small-files-appends must be >= 1")
     env_set = {}
     for k, v in profile["env"].items():
         if k not in os.environ:
@@ -175,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "commits_per_writer": args.commits_per_writer,
             "spark_master": args.spark_master,
             "memory_mib": args.memory_mib,
+            "small_files_appends": args.small_files_appends,
         },
     )
     stamp = time.strftime("%Y%m%dT%H%M%S")

@@ -218,3 +218,46 @@ def test_bench_catalogs_scenario_runs(tmp_path: Path) -> None:
     kinds = ("sqlite", "postgres", "rest", "rest-postgres")
     assert set(case["median_s"]) == {f"{side}-{kind}" for side in ("icefloe", "pyiceberg") for kind in kinds}
     assert all(c["met"] for c in case["checks"]), case["checks"]
+
+
+def test_small_files_scenario_runs_and_agrees_with_pyarrow(tmp_path: Path) -> None:
+    """``small-files`` at 12 files, one round: every side reads the rows it should, icefloe's rows
+    equal pyarrow.dataset's with the same deletes applied by pyarrow (the same-work side), and
+    every declared ratio of the scenario is reported."""
+    args = [
+        sys.executable,
+        "-m",
+        "bench",
+        "small-files",
+        "--small-files-appends",
+        "3",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--no-chart",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result_file,) = (tmp_path / "out").glob("*.json")
+    cases = {r["case"]: r for r in json.loads(result_file.read_text())["results"]}
+    assert set(cases) == {"full", "filtered", "full_deletes", "filtered_deletes"}
+    for name, r in cases.items():
+        assert r["skipped"] is None
+        assert [c["label"] for c in r["checks"] if not c["met"]] == [], (name, r["checks"])
+        assert any("same work" in c["label"] for c in r["checks"])
+        labels = {q["label"] for q in r["ratios"]}
+        assert any(label.endswith("speed vs pyarrow doing the same work") for label in labels), labels
+        rows = r["metrics"]
+        assert rows["icefloe"]["rows"] == rows["pyarrow_same_work"]["rows"]
+        if name.endswith("_deletes"):
+            assert rows["icefloe"]["rows"] < rows["pyarrow_dataset"]["rows"]
+    from bench.scoreboard import declared_targets
+
+    declared = {t.ratio for t in declared_targets() if t.scenario == "small-files"}
+    reported = {q["label"] for r in cases.values() for q in r["ratios"]}
+    assert reported <= declared, reported - declared
