@@ -484,21 +484,31 @@ class Catalog(ABC):
         """Add an existing table (for example one written by another catalog) by its metadata file.
         With ``overwrite`` an existing table of that name is pointed at ``metadata_location``
         instead (its files are left alone)."""
-        ident = to_identifier(identifier)
+        return self._register(to_identifier(identifier), metadata_location, overwrite)
+
+    def _register(
+        self,
+        ident: Identifier,
+        metadata_location: str,
+        overwrite: bool,
+        metadata: TableMetadata | None = None,
+    ) -> Table:
+        """register_table, given the metadata already read from ``metadata_location`` when the
+        caller has it (the REST server checks it before registering)."""
         self._require_namespace(ident[:-1])
         current = self._load_pointer(ident)
-        if current is not None and overwrite:
-            metadata = self._read(metadata_location)
-            self._swap_pointer(ident, current, metadata_location)
-            return self._table(ident, metadata, metadata_location)
-        if current is not None:
+        if current is not None and not overwrite:
             raise TableAlreadyExistsError(
                 f"table {_dotted(ident)!r} already exists in catalog {self.name!r}",
                 hint="register it under another name, or drop the existing table first",
                 identifier=ident,
             )
-        metadata = self._read(metadata_location)
-        self._insert_pointer(ident, metadata_location)
+        if metadata is None:
+            metadata = self._read(metadata_location)
+        if current is not None:
+            self._swap_pointer(ident, current, metadata_location)
+        else:
+            self._insert_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> PurgeReport | None:

@@ -552,6 +552,16 @@ class RestCatalog(Catalog):
         self._remember(ident, loaded)
         return self._table_from(ident, loaded)
 
+    def _register(
+        self,
+        ident: Identifier,
+        metadata_location: str,
+        overwrite: bool,
+        metadata: TableMetadata | None = None,
+    ) -> Table:
+        # The remote catalog reads the file itself (a server in front of this catalog calls this).
+        return self.register_table(ident, metadata_location, overwrite=overwrite)
+
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> PurgeReport | None:
         """Remove the table; with ``purge`` the server also deletes its files. The REST protocol
         answers a drop with no body, so the report of a purge only says that the server ran it

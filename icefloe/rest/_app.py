@@ -502,12 +502,13 @@ def _add_routes(router: APIRouter, server: _Server) -> None:
         # before anything reads the file: the client could name any file the server may read
         locations.check(body.metadata_location, "the metadata file to register")
         try:
-            # a metadata file inside the allowed locations can still send the table elsewhere
+            # a metadata file inside the allowed locations can still send the table elsewhere;
+            # the catalog registers the metadata read (once) for this check
             metadata = read_metadata_file(
                 load_file_io(catalog.properties, body.metadata_location), body.metadata_location
             )
             locations.check_metadata(metadata, "the registered table's")
-            table = catalog.register_table(ident, body.metadata_location, overwrite=body.overwrite)
+            table = catalog._register(ident, body.metadata_location, body.overwrite, metadata)
         except CorruptFileError as e:
             raise bad_request(e) from None  # the client named the file: its problem, not ours
         result = server.load_result(table.metadata.to_json(), table.metadata_location, delegation)

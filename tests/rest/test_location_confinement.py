@@ -545,3 +545,71 @@ def test_purge_filter_is_reported(root: Path) -> None:
     assert len(report.outside) == 1 and report.outside[0].startswith(outside.as_uri())
     assert len(tree(outside)) == 1
     cat.close()
+
+
+def test_register_reads_the_metadata_file_once(
+    root: Path, http: httpx.Client, backing: SqlCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reads the file to check where it points and registers what it read: one read
+    per register, a new name or an overwrite."""
+    import icefloe.catalog._base as base
+    import icefloe.rest._app as app
+
+    reads: list[str] = []
+
+    def counting(module: Any) -> Any:
+        real = module.read_metadata_file
+
+        def read(io: Any, location: str) -> Any:
+            reads.append(location)
+            return real(io, location)
+
+        return read
+
+    monkeypatch.setattr(app, "read_metadata_file", counting(app))
+    monkeypatch.setattr(base, "read_metadata_file", counting(base))
+    first = _metadata_file(backing, root, "wh/once.metadata.json")
+    second = _metadata_file(backing, root, "wh/twice.metadata.json")
+    reads.clear()
+    answer = register(http, first.as_uri())
+    assert answer.status_code == 200, answer.text
+    assert reads == [first.as_uri()]
+    reads.clear()
+    answer = register(http, second.as_uri(), overwrite=True)
+    assert answer.status_code == 200, answer.text
+    assert reads == [second.as_uri()]
+    assert answer.json()["metadata-location"] == second.as_uri()
+    assert backing.load_table("db.r").metadata_location == second.as_uri()
+    # Registering over an existing name without overwrite reads the file (to check it) and
+    # changes nothing.
+    answer = register(http, first.as_uri())
+    assert answer.status_code == 409, answer.text
+    assert backing.load_table("db.r").metadata_location == second.as_uri()
+
+
+def test_a_server_in_front_of_a_rest_catalog_registers_through_it(
+    root: Path, server: RestServer, backing: SqlCatalog
+) -> None:
+    """A server whose catalog is itself a REST client passes the register on (its catalog
+    registers by asking the server behind it, which reads and checks the file itself)."""
+    inside = _metadata_file(backing, root, "wh/proxied.metadata.json")
+    outside = _metadata_file(backing, root, "outside/proxied.metadata.json")
+    client = RestCatalog("inner", uri=server.url, token=TOKEN)
+    try:
+        with (
+            RestServer(client, tokens=[TOKEN], allowed_locations=[root.as_uri()]) as front,
+            httpx.Client(
+                base_url=front.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=20
+            ) as http,
+        ):
+            answer = register(http, inside.as_uri(), name="p")
+            assert answer.status_code == 200, answer.text
+            # allowed by the front server, refused by the one behind it (outside its warehouse);
+            # the front server answers the client's error for that refusal (a 4xx)
+            answer = register(http, outside.as_uri(), name="q")
+            assert 400 <= answer.status_code < 500, answer.text
+            assert "outside the locations this server allows" in answer.json()["error"]["message"]
+    finally:
+        client.close()
+    assert backing.load_table("db.p").metadata_location == inside.as_uri()
+    assert not backing.table_exists("db.q")
