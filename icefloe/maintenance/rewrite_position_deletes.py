@@ -16,8 +16,16 @@ Java's ``RewritePositionDeleteFilesSparkAction`` with its ``BinPackRewritePositi
               data files the old ones did); validated: the old delete files must still be in the
               table. Concurrent appends and deletes commit beside it.
 
-Equality delete files and deletion vectors are not rewritten. Format v3 tables (where Java
-rewrites position deletes into deletion vectors) are refused: icefloe writes format v2 only.
+Equality delete files and deletion vectors are not rewritten. On format v3 tables the action
+turns the remaining v2 position delete files into deletion vectors, as Java's does (and does
+nothing when there are none): the same plan, but one group per partition (two groups could each
+write a vector for one data file), and each data file the group's files apply to gets one vector
+holding every position deleted from it (the group's files, its earlier vector, its other position
+delete files; :func:`icefloe.arrow.deletion_vectors.write_deletion_vectors`). The commit removes
+the group's files and what the vectors replace (the earlier vector, file-scoped position delete
+files); it is validated as on v2, and against a vector added concurrently for one of those data
+files or the data file removed meanwhile. Reading delete files only, it runs on the driver (also
+with ``spark=``).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from icefloe.errors import CommitError, UnsupportedFeatureError
+from icefloe.errors import CommitError
 from icefloe.expressions import BooleanExpression
 from icefloe.maintenance import _execution
 from icefloe.maintenance._options import ActionOptions
@@ -189,6 +197,9 @@ def plan_rewrite_position_deletes(
     groups: list[RewritePositionDeletesGroup] = []
     for key, files in deletes.items():
         planned = sizes.plan_groups(files, size, lambda _: False, lambda _: False)
+        if metadata.format_version >= 3 and len(planned) > 1:
+            # Deletion vectors: a data file gets one, holding all its deletes: one group a partition.
+            planned = [[item for items in planned for item in items]]
         for pi, items in enumerate(planned, start=1):
             input_size = sum(size(i) for i in items)
             groups.append(
@@ -219,23 +230,12 @@ def plan_rewrite_position_deletes(
 
 
 def _check_position_deletes_writable(table_name: str, format_version: int) -> None:
-    """Format v2 only. A v3 table gets no new position delete files; Iceberg Java's action on v3
-    instead turns the table's remaining v2 position delete files into deletion vectors (and does
-    nothing when all are deletion vectors already), which icefloe does not implement."""
     check_writable(table_name, format_version, "rewrite_position_delete_files")
-    if format_version >= 3:
-        raise UnsupportedFeatureError(
-            f"rewrite_position_delete_files on {table_name}: format v{format_version} tables get no new "
-            "position delete files, and converting the remaining v2 position delete files into "
-            "deletion vectors (what Iceberg Java's action does on v3) is not implemented by icefloe",
-            hint="icefloe folds a data file's position delete files into its deletion vector the next "
-            "time rows of that file are deleted, and rewrite_data_files drops the delete files of "
-            "the data files it rewrites",
-        )
 
 
 class RewritePositionDeleteFiles:
-    """The action behind ``table.maintenance.rewrite_position_delete_files`` (format v2 tables)."""
+    """The action behind ``table.maintenance.rewrite_position_delete_files``: on v2 merges
+    position delete files, on v3 turns them into deletion vectors."""
 
     def __init__(
         self,
@@ -269,11 +269,72 @@ class RewritePositionDeleteFiles:
         plan = plan if plan is not None else self.plan()
         if not plan.groups:
             return RewritePositionDeletesResult()
+        if plan.metadata.format_version >= 3:
+            outcomes, replaced = _deletion_vector_outcomes(self.table.io, plan)
+            return commit_position_delete_groups(
+                self.table,
+                plan,
+                outcomes,
+                partial_progress=self.partial_progress,
+                max_commits=self.max_commits,
+                also_remove=replaced,
+            )
         runner = _execution.make_runner(self.spark, self.table.io, self.max_concurrent)
         outcomes = runner.rewrite_position_delete_groups(plan, f"deletes-{uuid.uuid4().hex[:16]}")
         return commit_position_delete_groups(
             self.table, plan, outcomes, partial_progress=self.partial_progress, max_commits=self.max_commits
         )
+
+
+def _deletion_vector_outcomes(
+    io: FileIO, plan: RewritePositionDeletesPlan
+) -> tuple[Iterator[GroupOutcome[RewritePositionDeletesGroup]], dict[int, tuple[DataFile, ...]]]:
+    """v3: each group's position delete files as deletion vectors, one per live data file they
+    apply to (every position deleted from that file), one Puffin file a group; and, by group, the
+    other delete files those vectors replace (filled in as each outcome is produced)."""
+    from icefloe.arrow.apply_deletes import DeleteLoader
+    from icefloe.arrow.deletion_vectors import DVTarget, write_deletion_vectors
+    from icefloe.errors import IcefloeError
+    from icefloe.scan.planner import plan_files
+
+    snapshot = plan.metadata.snapshot_by_id(plan.starting_snapshot_id) if plan.starting_snapshot_id else None
+    applying: dict[str, list[Any]] = {}  # position delete file -> scan tasks of the data files it applies to
+    for task in plan_files(io, plan.metadata, snapshot):
+        for d in task.delete_files:
+            if d.content == DataFileContent.POSITION_DELETES and d.file_format != FileFormat.PUFFIN:
+                applying.setdefault(d.file_path, []).append(task)
+    replaced: dict[int, tuple[DataFile, ...]] = {}
+
+    def outcomes() -> Iterator[GroupOutcome[RewritePositionDeletesGroup]]:
+        loader = DeleteLoader()
+        for group in plan.groups:
+            mine = {d.file_path for d in group.delete_files}
+            try:
+                targets = []
+                seen: set[str] = set()
+                for d in group.delete_files:
+                    for task in applying.get(d.file_path, ()):
+                        path = task.file.file_path
+                        if path in seen:
+                            continue
+                        seen.add(path)
+                        position_deletes = [
+                            x for x in task.delete_files if x.content == DataFileContent.POSITION_DELETES
+                        ]
+                        ours = [x for x in position_deletes if x.file_path in mine]
+                        targets.append(
+                            DVTarget(task.file, loader.positions(io, path, ours), position_deletes)
+                        )
+                written = write_deletion_vectors(io, plan.metadata, targets, loader=loader)
+            except (IcefloeError, OSError) as e:
+                yield GroupOutcome(group, error=e)
+                continue
+            replaced[group.info.global_index] = tuple(
+                d for d in written.rewritten if d.file_format == FileFormat.PUFFIN or d.file_path not in mine
+            )
+            yield GroupOutcome(group, files=tuple(written.added))
+
+    return outcomes(), replaced
 
 
 def commit_position_delete_groups(
@@ -283,7 +344,11 @@ def commit_position_delete_groups(
     *,
     partial_progress: bool,
     max_commits: int,
+    also_remove: Mapping[int, tuple[DataFile, ...]] | None = None,
 ) -> RewritePositionDeletesResult:
+    """Commit the groups' outcomes; ``also_remove`` names, by group, delete files removed with the
+    group's own (those a group's deletion vectors replace)."""
+    extra = also_remove if also_remove is not None else {}
     results: list[PositionDeletesGroupResult] = []
     failures: list[tuple[FileGroupInfo, str]] = []
     snapshot_ids: list[int] = []
@@ -296,7 +361,11 @@ def commit_position_delete_groups(
                 plan.metadata,
                 remove=[],
                 add=[],
-                remove_deletes=[d for o in batch for d in o.group.delete_files],
+                remove_deletes=[
+                    d
+                    for o in batch
+                    for d in (*o.group.delete_files, *extra.get(o.group.info.global_index, ()))
+                ],
                 add_deletes=added,
                 sequence_numbers={f.file_path: o.group.data_sequence_number for o in batch for f in o.files},
                 owns_files=True,
@@ -312,7 +381,8 @@ def commit_position_delete_groups(
             results.append(
                 PositionDeletesGroupResult(
                     info=o.group.info,
-                    rewritten_delete_files_count=o.group.input_files_count,
+                    rewritten_delete_files_count=o.group.input_files_count
+                    + len(extra.get(o.group.info.global_index, ())),
                     added_delete_files_count=len(o.files),
                     rewritten_bytes_count=o.group.input_size,
                     added_bytes_count=sum(f.file_size_in_bytes for f in o.files),

@@ -10,6 +10,9 @@ keeps the newest one of the delete files it replaces, as Java's). Checks:
 1. files to replace still exist                     (validate_deleted_files_exist)
 2. no new delete files for the replaced data files  (validate_no_new_deletes_for_data_files;
    equality deletes ignored when the sequence number is kept)
+3. v3, for the deletion vectors it adds (position deletes rewritten into vectors): the data files
+   they reference still exist (validate_data_files_exist) and no vector was added concurrently
+   for one of them (validate_no_concurrent_deletion_vectors): a data file has at most one
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from icefloe.errors import ValidationError
-from icefloe.manifest import DataFile
+from icefloe.manifest import DataFile, FileFormat
 from icefloe.spec.snapshot import MAIN_BRANCH, Operation
 from icefloe.transaction._merging import _UNSET, MergingProducer
 from icefloe.transaction.conflicts import (
     SERIALIZABLE,
     ValidationContext,
+    validate_data_files_exist,
     validate_deleted_files_exist,
+    validate_no_concurrent_deletion_vectors,
     validate_no_new_deletes_for_data_files,
 )
 
@@ -75,6 +80,16 @@ class RewriteFiles(MergingProducer):
         self.keep_sequence_number = keep_sequence_number and self.data_sequence_number is not None
         # Rewritten delete files keep the newest data sequence number of the files they replace.
         self.added_sequence_numbers.update(sequence_numbers or {})
+        self.dv_data_files: set[str] = set()
+        for f in self.added_delete_files:
+            if f.file_format != FileFormat.PUFFIN or f.referenced_data_file is None:
+                continue
+            if f.referenced_data_file in self.dv_data_files:
+                raise ValidationError(
+                    f"two deletion vectors for data file {f.referenced_data_file} in one commit",
+                    hint="merge their positions into one deletion vector",
+                )
+            self.dv_data_files.add(f.referenced_data_file)
 
     def checks(self, ctx: ValidationContext) -> None:
         validate_deleted_files_exist(
@@ -83,3 +98,6 @@ class RewriteFiles(MergingProducer):
         validate_no_new_deletes_for_data_files(
             ctx, self.replaced, ignore_equality_deletes=self.keep_sequence_number
         )
+        if self.dv_data_files:
+            validate_data_files_exist(ctx, self.dv_data_files)
+            validate_no_concurrent_deletion_vectors(ctx, self.dv_data_files)

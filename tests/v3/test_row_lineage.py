@@ -179,15 +179,26 @@ def test_rewrite_manifests_keeps_first_row_ids(catalog: Any) -> None:
     assert len({v[0] for v in after.values()}) == len(after)  # new ids do not collide
 
 
-def test_rewrite_position_delete_files_is_refused_on_v3(catalog: Any) -> None:
+def test_rewrite_position_delete_files_on_v3_keeps_lineage(catalog: Any) -> None:
+    """A table with deletion vectors only: nothing to do, no commit. An upgraded table's v2
+    position delete files become vectors: no data file is rewritten, so every row keeps its
+    _row_id and _last_updated_sequence_number."""
     t = _v3(catalog, **MOR)
     t.append(rows(range(6)))
     t.delete("id = 1")
     location = t.metadata_location
-    with pytest.raises(UnsupportedFeatureError, match="deletion vectors") as e:
-        t.maintenance.rewrite_position_delete_files()
-    assert "Iceberg Java" in e.value.message
+    assert t.maintenance.rewrite_position_delete_files(options={"rewrite-all": "true"}).snapshot_ids == ()
     assert t.refresh().metadata_location == location
+
+    up = catalog.create_table("ns.up_deletes", schema=SCHEMA, properties={"format-version": "2", **MOR})
+    up.append(rows(range(6)))
+    up.delete("id = 2")  # a v2 position delete file
+    up.upgrade_format_version(3)
+    up.append(rows(range(6, 9)))  # a v3 snapshot lists the old manifest: row ids to inherit
+    before = lineage(up)
+    assert up.maintenance.rewrite_position_delete_files(options={"rewrite-all": "true"}).snapshot_ids
+    assert all(d.file_format.value == "PUFFIN" for task in up.scan().plan_files() for d in task.delete_files)
+    assert lineage(up) == before
 
 
 def test_tables_below_v3_refuse_the_columns(catalog: Any) -> None:

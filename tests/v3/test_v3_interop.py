@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 import interop_support as sup
 
 from icefloe.arrow.deletes import write_position_deletes
+from icefloe.manifest import FileFormat
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), pa.field("cat", pa.string()), pa.field("n", pa.int64())]
@@ -118,6 +119,15 @@ def _build_upgraded(cat: Any) -> Built:
     r.delete("id = 6 or id = 22", {6, 22})  # folds the position deletes into DVs
     r.delete("id = 3", {3})  # a file that never had deletes
     r.append([50, 51])
+    # The shared position delete file is still live (partition-scoped, so the DVs above kept
+    # it); rewrite_position_delete_files turns it into the two files' DVs, as Java's action does.
+    result = r.t.maintenance.rewrite_position_delete_files(options={"rewrite-all": "true"})
+    assert result.added_delete_files_count == 2
+    r.record()
+    left = [
+        d for task in r.t.scan().plan_files() for d in task.delete_files if d.file_format != FileFormat.PUFFIN
+    ]
+    assert left == []
     return r.built("v3_upgraded")
 
 
