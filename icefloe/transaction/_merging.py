@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from icefloe.spec.snapshot import Snapshot
     from icefloe.spec.table_metadata import TableMetadata
 
-__all__ = ["MergingProducer", "PartitionKey", "starting_snapshot_id"]
+__all__ = ["MergingProducer", "PartitionKey", "deletion_vector_targets", "starting_snapshot_id"]
 
 PartitionKey = tuple[int, tuple[object, ...]]
 
@@ -311,6 +311,22 @@ class MergingProducer(SnapshotProducer):
             for p in stale:
                 with contextlib.suppress(FileIOError):
                     self.io.delete(p)
+
+
+def deletion_vector_targets(files: Iterable[DataFile]) -> set[str]:
+    """The data files that the deletion vectors among ``files`` reference. Two vectors for one
+    data file in one commit are refused: a v3 data file has at most one."""
+    targets: set[str] = set()
+    for f in files:
+        if f.file_format != FileFormat.PUFFIN or f.referenced_data_file is None:
+            continue
+        if f.referenced_data_file in targets:
+            raise ValidationError(
+                f"two deletion vectors for data file {f.referenced_data_file} in one commit",
+                hint="merge their positions into one deletion vector",
+            )
+        targets.add(f.referenced_data_file)
+    return targets
 
 
 def _dv_key(f: DataFile) -> tuple[str, str] | None:

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from icefloe.errors import ValidationError
-from icefloe.manifest import DataFile, FileFormat
+from icefloe.manifest import DataFile
 from icefloe.spec.snapshot import MAIN_BRANCH, Operation
-from icefloe.transaction._merging import _UNSET, MergingProducer
+from icefloe.transaction._merging import _UNSET, MergingProducer, deletion_vector_targets
 from icefloe.transaction.conflicts import (
     SERIALIZABLE,
     ValidationContext,
@@ -80,16 +80,7 @@ class RewriteFiles(MergingProducer):
         self.keep_sequence_number = keep_sequence_number and self.data_sequence_number is not None
         # Rewritten delete files keep the newest data sequence number of the files they replace.
         self.added_sequence_numbers.update(sequence_numbers or {})
-        self.dv_data_files: set[str] = set()
-        for f in self.added_delete_files:
-            if f.file_format != FileFormat.PUFFIN or f.referenced_data_file is None:
-                continue
-            if f.referenced_data_file in self.dv_data_files:
-                raise ValidationError(
-                    f"two deletion vectors for data file {f.referenced_data_file} in one commit",
-                    hint="merge their positions into one deletion vector",
-                )
-            self.dv_data_files.add(f.referenced_data_file)
+        self.dv_data_files = deletion_vector_targets(self.added_delete_files)
 
     def checks(self, ctx: ValidationContext) -> None:
         validate_deleted_files_exist(

@@ -26,11 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from icefloe.errors import ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression
-from icefloe.manifest import DataFile, FileFormat
+from icefloe.manifest import DataFile
 from icefloe.spec.snapshot import MAIN_BRANCH, Operation
-from icefloe.transaction._merging import _UNSET, MergingProducer
+from icefloe.transaction._merging import _UNSET, MergingProducer, deletion_vector_targets
 from icefloe.transaction.conflicts import (
     SERIALIZABLE,
     ValidationContext,
@@ -82,16 +81,7 @@ class RowDelta(MergingProducer):
         refs = set(referenced_data_files)
         refs.update(f.referenced_data_file for f in self.added_delete_files if f.referenced_data_file)
         self.referenced_data_files = refs
-        self.dv_data_files: set[str] = set()
-        for f in self.added_delete_files:
-            if f.file_format != FileFormat.PUFFIN or f.referenced_data_file is None:
-                continue
-            if f.referenced_data_file in self.dv_data_files:
-                raise ValidationError(
-                    f"two deletion vectors for data file {f.referenced_data_file} in one commit",
-                    hint="merge their positions into one deletion vector",
-                )
-            self.dv_data_files.add(f.referenced_data_file)
+        self.dv_data_files = deletion_vector_targets(self.added_delete_files)
         self.conflict_filter: BooleanExpression = (
             conflict_filter if conflict_filter is not None else AlwaysTrue()
         )
