@@ -63,6 +63,10 @@ def _message(e: IcefloeError) -> str:
 def to_rest_error(e: IcefloeError) -> RestError:
     """The status and type an icefloe error is answered with."""
     message = _message(e)
+    if e.context.get("status") == 403 and e.context.get("error_type") == "ForbiddenException":
+        # a REST catalog behind this server refused the operation itself (icefloe's REST client
+        # keeps the answer's status and type): the client is refused the same way
+        return RestError(403, "ForbiddenException", message)
     if isinstance(e, NoSuchNamespaceError):
         return RestError(404, "NoSuchNamespaceException", message)
     if isinstance(e, NoSuchTableError):

@@ -604,12 +604,24 @@ def test_a_server_in_front_of_a_rest_catalog_registers_through_it(
         ):
             answer = register(http, inside.as_uri(), name="p")
             assert answer.status_code == 200, answer.text
-            # allowed by the front server, refused by the one behind it (outside its warehouse);
-            # the front server answers the client's error for that refusal (a 4xx)
+            # allowed by the front server, refused by the one behind it (outside its warehouse):
+            # the front server passes the refusal on
             answer = register(http, outside.as_uri(), name="q")
-            assert 400 <= answer.status_code < 500, answer.text
-            assert "outside the locations this server allows" in answer.json()["error"]["message"]
+            assert "outside the locations this server allows" in forbidden(answer)
     finally:
         client.close()
     assert backing.load_table("db.p").metadata_location == inside.as_uri()
     assert not backing.table_exists("db.q")
+
+
+def test_an_upstream_refusal_is_passed_on_and_nothing_else_is() -> None:
+    """What icefloe's REST client raises for a 403 ForbiddenException of the server behind a
+    server is answered as that 403; a 401 there (the front server's own credentials) is not."""
+    forbidden_upstream = ConfigError("refused", status=403, error_type="ForbiddenException")
+    assert (to_rest_error(forbidden_upstream).status, to_rest_error(forbidden_upstream).type) == (
+        403,
+        "ForbiddenException",
+    )
+    unauthorized = ConfigError("bad token", status=401, error_type="NotAuthorizedException")
+    assert to_rest_error(unauthorized).status != 403
+    assert to_rest_error(ConfigError("no status")).status != 403
