@@ -152,3 +152,19 @@ def test_a_failed_spark_group_leaves_nothing(
     assert [r.info.partition for r in result.rewrite_results] == [("a",)]
     assert [f.info.partition for f in result.rewrite_failures] == [("b",)]
     assert orphans(t) == set()
+
+
+def test_spark_v3_conversion_of_position_deletes_runs_on_the_driver(catalog: Any, spark: Any) -> None:
+    """With ``spark=`` a v3 table's v2 position delete files still become deletion vectors (read
+    on the driver: the conversion reads only delete files)."""
+    t = make_table(catalog, "v3_convert", files=4, properties={**MOR, "format-version": "2"})
+    for i in (1, 2, 51, 52):
+        t.delete(f"id = {i}")
+    t.upgrade_format_version(3)
+    t = t.refresh()
+    expected = table_rows(t)
+    result = t.maintenance.rewrite_position_delete_files(options={"rewrite-all": "true"}, spark=spark)
+    assert result.added_delete_files_count > 0
+    formats = {d.file_format.value for task in t.scan().plan_files() for d in task.delete_files}
+    assert formats == {"PUFFIN"}
+    assert table_rows(t) == expected
