@@ -533,12 +533,17 @@ class RestCatalog(Catalog):
         body = self._create_request(ident, schema, partition_by, sort_order, location, properties, True)
         return self._post_create(ident, body).metadata
 
-    def register_table(
-        self, identifier: IdentifierLike, metadata_location: str, overwrite: bool = False
+    def _register(
+        self,
+        ident: Identifier,
+        metadata_location: str,
+        overwrite: bool,
+        metadata: TableMetadata | None = None,
     ) -> Table:
+        # register_table (the base class's) comes here; the remote catalog reads the file itself,
+        # so ``metadata`` (what a server in front of this catalog already read) is not sent.
         from icefloe.catalog._rest_http import RestCall
 
-        ident = to_identifier(identifier)
         self._require("POST", REGISTER, "registering tables")
         call = RestCall(f"registering table {_dotted(ident)!r}", identifier=ident)
         body = {"name": ident[-1], "metadata-location": metadata_location}
@@ -551,16 +556,6 @@ class RestCatalog(Catalog):
         loaded = self._parse_result(result, responses[-1].headers.get("etag"), call.what)
         self._remember(ident, loaded)
         return self._table_from(ident, loaded)
-
-    def _register(
-        self,
-        ident: Identifier,
-        metadata_location: str,
-        overwrite: bool,
-        metadata: TableMetadata | None = None,
-    ) -> Table:
-        # The remote catalog reads the file itself (a server in front of this catalog calls this).
-        return self.register_table(ident, metadata_location, overwrite=overwrite)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> PurgeReport | None:
         """Remove the table; with ``purge`` the server also deletes its files. The REST protocol
