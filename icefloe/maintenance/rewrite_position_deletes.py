@@ -229,10 +229,6 @@ def plan_rewrite_position_deletes(
 # --------------------------------------------------------------------------- the action
 
 
-def _check_position_deletes_writable(table_name: str, format_version: int) -> None:
-    check_writable(table_name, format_version, "rewrite_position_delete_files")
-
-
 class RewritePositionDeleteFiles:
     """The action behind ``table.maintenance.rewrite_position_delete_files``: on v2 merges
     position delete files, on v3 turns them into deletion vectors."""
@@ -244,7 +240,7 @@ class RewritePositionDeleteFiles:
         options: Mapping[str, Any] | None = None,
         spark: Any = None,
     ) -> None:
-        _check_position_deletes_writable(table.name, table.format_version)
+        check_writable(table.name, table.format_version, "rewrite_position_delete_files")
         self.table = table
         self.options = ActionOptions(options, VALID_OPTIONS, "rewrite_position_delete_files")
         self.row_filter = parse_where(table.metadata, where)
@@ -260,7 +256,7 @@ class RewritePositionDeleteFiles:
 
     def plan(self) -> RewritePositionDeletesPlan:
         self.table.refresh()
-        _check_position_deletes_writable(self.table.name, self.table.format_version)
+        check_writable(self.table.name, self.table.format_version, "rewrite_position_delete_files")
         return plan_rewrite_position_deletes(
             self.table.io, self.table.metadata, self.row_filter, self.options
         )
